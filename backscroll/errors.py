@@ -1,0 +1,61 @@
+"""The one exception tree of Backscroll.
+
+    BackscrollError                  every error a user or agent may see; one clear line
+    ├── UsageError                   bad input: a time phrase, a query, a config value, an id
+    │   ├── PhraseError              a time phrase that is not one of the accepted forms
+    │   ├── QueryError               a malformed search query
+    │   └── ConfigError              an invalid config key or value
+    ├── NotFoundError                a frame id or file that does not exist
+    ├── StoreError                   the store on disk is unusable
+    │   ├── CorruptionError          a segment or view whose bytes fail their checks
+    │   └── LockedError              another process holds a lock this operation needs
+    ├── KeyUnavailableError          the encryption key is missing, changed or unreachable
+    └── CaptureError                 the platform cannot capture (no display, missing OCR)
+
+The CLI catches only ``BackscrollError`` and prints its message on one line; tracebacks are
+never shown with local variables, since locals hold screen text and keys.
+"""
+
+
+class BackscrollError(Exception):
+    """Base class: ``str(error)`` is a complete one-line message for a person."""
+
+
+class UsageError(BackscrollError):
+    pass
+
+
+class PhraseError(UsageError):
+    pass
+
+
+class QueryError(UsageError):
+    pass
+
+
+class ConfigError(UsageError):
+    pass
+
+
+class NotFoundError(BackscrollError):
+    pass
+
+
+class StoreError(BackscrollError):
+    pass
+
+
+class CorruptionError(StoreError):
+    pass
+
+
+class LockedError(StoreError):
+    pass
+
+
+class KeyUnavailableError(BackscrollError):
+    """The master key is missing, has changed, or its store is locked or unreachable."""
+
+
+class CaptureError(BackscrollError):
+    pass
