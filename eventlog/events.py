@@ -28,7 +28,7 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="k"):
     v: int = 1
 
 
-class FrameCaptured(Event, tag="frame"):
+class FrameCaptured(Event, frozen=True, tag="frame"):
     frame_id: int
     captured_us: int
     app: str
@@ -53,23 +53,23 @@ class FrameCaptured(Event, tag="frame"):
     """(index, left, top, width, height) of the monitor the frame was taken from."""
 
 
-class ConfigChanged(Event, tag="config"):
+class ConfigChanged(Event, frozen=True, tag="config"):
     config: dict[str, Any]
     origin: Origin = "cli"
 
 
-class CapturePaused(Event, tag="pause"):
+class CapturePaused(Event, frozen=True, tag="pause"):
     until_us: int | None = None
     origin: Origin = "cli"
     reason: str = ""
     """Why capture paused when it was not the user (e.g. "disk full", "keyring locked")."""
 
 
-class CaptureResumed(Event, tag="resume"):
+class CaptureResumed(Event, frozen=True, tag="resume"):
     origin: Origin = "cli"
 
 
-class FramesDeleted(Event, tag="delete"):
+class FramesDeleted(Event, frozen=True, tag="delete"):
     """A tombstone: frames matching the scope are gone from now on, through every rebuild.
 
     An empty scope means every frame up to ``upto_id`` (the last frame id when requested).
@@ -84,12 +84,12 @@ class FramesDeleted(Event, tag="delete"):
     origin: Origin = "cli"
 
 
-class ReindexRequested(Event, tag="reindex"):
+class ReindexRequested(Event, frozen=True, tag="reindex"):
     views_only: bool = False
     origin: Origin = "cli"
 
 
-class PurgeCompleted(Event, tag="purged"):
+class PurgeCompleted(Event, frozen=True, tag="purged"):
     """Appended by the executor when a deletion's compaction and view purge are complete."""
 
     request_id: int
@@ -97,7 +97,7 @@ class PurgeCompleted(Event, tag="purged"):
     thumbnails: int = 0
 
 
-class FramesRewritten(Event, tag="rewritten"):
+class FramesRewritten(Event, frozen=True, tag="rewritten"):
     """Appended when a reindex has rewritten the stored frames under the current config."""
 
     request_id: int
@@ -109,17 +109,17 @@ class FramesRewritten(Event, tag="rewritten"):
     thumbnails_decrypted: int = 0
 
 
-class DaemonStarted(Event, tag="dstart"):
+class DaemonStarted(Event, frozen=True, tag="dstart"):
     pid: int
     version: str = ""
 
 
-class DaemonStopped(Event, tag="dstop"):
+class DaemonStopped(Event, frozen=True, tag="dstop"):
     pid: int
     reason: str = "stopped"
 
 
-class KeyCreated(Event, tag="key"):
+class KeyCreated(Event, frozen=True, tag="key"):
     store: str
     fingerprint: str
 

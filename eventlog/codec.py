@@ -1,0 +1,48 @@
+"""Events to bytes and back, with upcasting of older event versions on read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from eventlog.events import EVENT_TYPES, TYPE_CODES, AnyEvent, Event
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(AnyEvent)
+
+CODE_TYPES: dict[int, type[Event]] = {code: cls for cls, code in TYPE_CODES.items()}
+CURRENT_VERSION: dict[type[Event], int] = {
+    cls: next(f.default for f in msgspec.structs.fields(cls) if f.name == "v")
+    for cls in EVENT_TYPES
+}
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+# (event type, version it reads) -> function returning the map of the next version.
+UPCASTERS: dict[tuple[type[Event], int], Upcaster] = {}
+
+
+def type_code(event: Event) -> int:
+    return TYPE_CODES[type(event)]
+
+
+def encode(event: Event) -> bytes:
+    return _encoder.encode(event)
+
+
+def decode(payload: bytes | memoryview) -> Event:
+    """Decode a record's payload into the current version of its event."""
+    event: Event = _decoder.decode(payload)
+    if event.v == CURRENT_VERSION[type(event)]:
+        return event
+    return _upcast(type(event), msgspec.msgpack.decode(payload))
+
+
+def _upcast(cls: type[Event], data: dict[str, Any]) -> Event:
+    version = int(data.get("v", 1))
+    while version < CURRENT_VERSION[cls]:
+        data = UPCASTERS[(cls, version)](data)
+        version += 1
+        data["v"] = version
+    return msgspec.convert(data, cls)

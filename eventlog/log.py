@@ -1,0 +1,494 @@
+"""The segmented, append-only event log on disk.
+
+Writers (the daemon, CLI commands) append under an OS file lock; readers never take it. Only
+the lock holder repairs: it finishes or undoes an interrupted compaction and copies a torn
+tail aside before truncating it. A reader that meets a torn tail stops before it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Collection, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import NamedTuple
+
+from backscroll.errors import StoreError
+from backscroll.home import ensure_dir
+from eventlog import codec
+from eventlog.events import FRAME_TYPE, Event, FrameCaptured
+from eventlog.format import (
+    HEADER,
+    KIND_ACTIVE,
+    SEGMENT_BYTES,
+    TORN_SUFFIX,
+    parse_segment_name,
+    segment_name,
+)
+from eventlog.fs import REAL_FS, FileSystem
+from eventlog.segment import (
+    Header,
+    Problem,
+    Record,
+    encode_sealed,
+    new_active,
+    now_us,
+    pack_header,
+    pack_record,
+    read_sealed,
+    scan_records,
+    unpack_header,
+    write_file,
+)
+
+log = logging.getLogger(__name__)
+
+LOCK_NAME = "LOCK"
+MANIFEST_NAME = "COMPACT"
+NEW_SUFFIX = ".new"
+
+Transform = Callable[[int, Event], Event | None]
+"""Compaction: return the event unchanged, a replacement (same offset), or None to drop it."""
+
+
+class Segment(NamedTuple):
+    base: int
+    sealed: bool
+    path: Path
+
+
+class Compacted(NamedTuple):
+    dropped: list[tuple[int, Event]]
+    rewritten: int
+    removed: int
+
+
+class _Tail(NamedTuple):
+    """What an appender knows of the active segment, valid while the file is unchanged."""
+
+    path: Path | None
+    inode: int
+    size: int
+    next_offset: int
+    created_us: int
+
+
+class Batch:
+    """Appends collected under the lock and made durable together by one fsync."""
+
+    def __init__(self, next_offset: int) -> None:
+        self.next_offset = next_offset
+        self.parts: list[bytes] = []
+
+    def append(self, event: Event) -> int:
+        offset = self.next_offset
+        if isinstance(event, FrameCaptured) and event.frame_id != offset:
+            raise ValueError(f"frame id {event.frame_id} is not its offset {offset}")
+        self.parts.append(pack_record(codec.type_code(event), offset, codec.encode(event)))
+        self.next_offset += 1
+        return offset
+
+
+class Log:
+    def __init__(
+        self, path: Path, *, fs: FileSystem = REAL_FS, segment_bytes: int = SEGMENT_BYTES
+    ) -> None:
+        self.path = ensure_dir(path)
+        self.fs = fs
+        self.segment_bytes = segment_bytes
+        self._thread_lock = threading.RLock()
+        self._lock_fd: int | None = None
+        self._tail: _Tail | None = None
+
+    # -- reading (never locks) -------------------------------------------------------------
+
+    def segments(self) -> list[Segment]:
+        """Segments in offset order; where a base has both forms, the sealed one wins."""
+        found: dict[int, Segment] = {}
+        for entry in os.scandir(self.path):
+            parsed = parse_segment_name(entry.name)
+            if parsed is None:
+                continue
+            base, sealed = parsed
+            if base not in found or sealed:
+                found[base] = Segment(base, sealed, Path(entry.path))
+        return [found[base] for base in sorted(found)]
+
+    def records(
+        self,
+        start: int = 0,
+        types: Collection[int] | None = None,
+        problems: list[Problem] | None = None,
+    ) -> Iterator[Record]:
+        """Every record with an offset >= ``start``, in order, stopping before a torn tail."""
+        after = start - 1
+        segments = self.segments()
+        for i, segment in enumerate(segments):
+            if i + 1 < len(segments) and segments[i + 1].base <= after + 1:
+                continue
+            try:
+                batch = list(self._segment_records(segment, after + 1, problems))
+            except FileNotFoundError:
+                # A compaction swapped this segment away while we listed: list again.
+                yield from self.records(after + 1, types, problems)
+                return
+            for record in batch:
+                if record.offset > after:
+                    after = record.offset
+                    if types is None or record.type in types:
+                        yield record
+
+    def read(
+        self, start: int = 0, types: Collection[int] | None = None
+    ) -> Iterator[tuple[int, Event]]:
+        for record in self.records(start, types):
+            yield record.offset, codec.decode(record.payload)
+
+    def _segment_records(
+        self, segment: Segment, start: int, problems: list[Problem] | None
+    ) -> Iterator[Record]:
+        if segment.sealed:
+            yield from read_sealed(segment.path, start, problems)
+            return
+        data = segment.path.read_bytes()
+        scan = scan_records(data, HEADER.size, segment.path.name, segment.base - 1)
+        if problems is not None:
+            problems.extend(scan.problems)
+        for _, record in scan.records:
+            if record.offset >= start:
+                yield record
+
+    def next_offset(self) -> int:
+        """The offset the next append will get (as far as a reader can tell)."""
+        segments = self.segments()
+        if not segments:
+            return 0
+        last = segments[-1]
+        if last.sealed:
+            return _sealed_header(last.path).end_offset
+        scan = scan_records(last.path.read_bytes(), HEADER.size, last.path.name, last.base - 1)
+        return scan.records[-1][1].offset + 1 if scan.records else last.base
+
+    def reader(self, start: int = 0) -> LogReader:
+        return LogReader(self, start)
+
+    # -- appending (under the lock) --------------------------------------------------------
+
+    def append(self, event: Event) -> int:
+        """Append one event; returns its offset once its bytes are fsynced."""
+        with self.batch() as batch:
+            return batch.append(event)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[Batch]:
+        """Hold the append lock; everything appended is written and fsynced on exit.
+
+        ``batch.next_offset`` is the id the next event will get, known before it is built
+        (thumbnails and encryption bind to it). An exception inside discards the batch.
+        """
+        with self.locked():
+            tail = self._writable_tail()
+            batch = Batch(tail.next_offset)
+            yield batch
+            if not batch.parts:
+                return
+            data = b"".join(batch.parts)
+            assert tail.path is not None
+            f = self.fs.append(tail.path)
+            try:
+                f.write(data)
+                f.fsync()
+            except BaseException:
+                # Leave no half batch behind: the next lock holder would see a torn tail.
+                with contextlib.suppress(OSError):
+                    f.truncate(tail.size)
+                raise
+            finally:
+                f.close()
+            self._tail = tail._replace(size=tail.size + len(data), next_offset=batch.next_offset)
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        with self._thread_lock:
+            if self._lock_fd is not None:  # re-entered by this thread
+                yield
+                return
+            fd = os.open(self.path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                self._lock_fd = fd
+                self._recover()
+                yield
+            finally:
+                self._lock_fd = None
+                os.close(fd)  # closing releases the flock
+
+    def _writable_tail(self) -> _Tail:
+        tail = self._current_tail()
+        if tail.path is not None and tail.next_offset > _base_of(tail.path):
+            full = tail.size >= self.segment_bytes
+            new_day = _utc_day(tail.created_us) != _utc_day(now_us())
+            if full or new_day:
+                self._seal(tail)
+                tail = self._current_tail()
+        if tail.path is None:
+            path = self.path / segment_name(tail.next_offset, sealed=False)
+            new_active(self.fs, path, tail.next_offset)
+            self._tail = None
+            tail = self._current_tail()
+        return tail
+
+    def _current_tail(self) -> _Tail:
+        """The active segment's state, re-scanned only when another process changed it."""
+        segments = self.segments()
+        if not segments or segments[-1].sealed:
+            end = _sealed_header(segments[-1].path).end_offset if segments else 0
+            return _Tail(None, 0, 0, end, 0)
+        path = segments[-1].path
+        stat = path.stat()
+        cached = self._tail
+        if (
+            cached
+            and cached.path == path
+            and (cached.inode, cached.size)
+            == (
+                stat.st_ino,
+                stat.st_size,
+            )
+        ):
+            return cached
+        data = path.read_bytes()
+        scan = scan_records(data, HEADER.size, path.name, _base_of(path) - 1)
+        if scan.torn:
+            self._keep_torn_tail(path, data, scan.end)
+        for problem in scan.problems:
+            log.warning("event log: %s", problem)
+        try:
+            created = unpack_header(data).created_us
+        except ValueError:
+            created = int(stat.st_mtime * 1_000_000)
+        next_offset = scan.records[-1][1].offset + 1 if scan.records else _base_of(path)
+        self._tail = _Tail(path, stat.st_ino, scan.end, next_offset, created)
+        return self._tail
+
+    def _keep_torn_tail(self, path: Path, data: bytes, end: int) -> None:
+        """Copy the torn bytes aside, then truncate: recovery never silently drops bytes."""
+        aside = path.with_name(f"{path.name}.{end}{TORN_SUFFIX}")
+        write_file(self.fs, aside, data[end:])
+        f = self.fs.append(path)
+        try:
+            f.truncate(max(end, HEADER.size) if len(data) >= HEADER.size else 0)
+            if len(data) < HEADER.size:
+                # The crash hit while the header was written: write it again.
+                f.write(pack_header(Header(KIND_ACTIVE, _base_of(path), now_us())))
+            f.fsync()
+        finally:
+            f.close()
+        self.fs.fsync_dir(self.path)
+        log.warning(
+            "event log: torn tail of %d bytes in %s kept aside as %s",
+            len(data) - end,
+            path.name,
+            aside.name,
+        )
+
+    def _seal(self, tail: _Tail) -> None:
+        assert tail.path is not None
+        base = _base_of(tail.path)
+        records = list(self._segment_records(Segment(base, False, tail.path), base, None))
+        header = Header(KIND_ACTIVE, base, tail.created_us, end_offset=tail.next_offset)
+        self._swap({segment_name(base, True): encode_sealed(header, records)}, [tail.path.name])
+        self._tail = None
+
+    # -- compaction ------------------------------------------------------------------------
+
+    def compact(
+        self,
+        transform: Transform,
+        select: Callable[[Segment, Header | None], bool] | None = None,
+    ) -> Compacted:
+        """Rewrite segments through ``transform``, keeping every offset; crash-safe.
+
+        ``select`` picks segments (given the sealed header, or None for the active one).
+        The active segment, once changed, is sealed; the next append starts a new one.
+        """
+        with self.locked():
+            tail = self._current_tail()
+            segments = self.segments()
+            install: dict[str, bytes] = {}
+            remove: list[str] = []
+            dropped: list[tuple[int, Event]] = []
+            for i, segment in enumerate(segments):
+                header = _sealed_header(segment.path) if segment.sealed else None
+                if select is not None and not select(segment, header):
+                    continue
+                kept, changed = [], False
+                for record in self._segment_records(segment, segment.base, None):
+                    event = codec.decode(record.payload)
+                    result = transform(record.offset, event)
+                    if result is event:
+                        kept.append(record)
+                        continue
+                    changed = True
+                    if result is None:
+                        dropped.append((record.offset, event))
+                    else:
+                        payload = codec.encode(result)
+                        kept.append(Record(record.offset, codec.type_code(result), payload))
+                if not changed:
+                    continue
+                last = i == len(segments) - 1
+                if kept or last:
+                    end = header.end_offset if header else tail.next_offset
+                    created = header.created_us if header else tail.created_us
+                    new = Header(KIND_ACTIVE, segment.base, created, end_offset=end)
+                    install[segment_name(segment.base, True)] = encode_sealed(new, kept)
+                if not segment.sealed or (not kept and not last):
+                    remove.append(segment.path.name)
+            if install or remove:
+                self._swap(install, remove)
+                self._tail = None
+            return Compacted(dropped, len(install), len(remove))
+
+    def retain(self, cutoff_us: int) -> Compacted:
+        """Drop frames captured before ``cutoff_us``; control events never expire."""
+
+        def expired(offset: int, event: Event) -> Event | None:
+            old = isinstance(event, FrameCaptured) and event.captured_us < cutoff_us
+            return None if old else event
+
+        def holds_old(segment: Segment, header: Header | None) -> bool:
+            return header is None or (header.frames > 0 and header.min_captured_us < cutoff_us)
+
+        return self.compact(expired, holds_old)
+
+    def _swap(self, install: dict[str, bytes], remove: list[str]) -> None:
+        """Write the new files, commit by writing the manifest, then rename and delete."""
+        for name, data in install.items():
+            write_file(self.fs, self.path / (name + NEW_SUFFIX), data)
+        manifest = json.dumps({"install": sorted(install), "remove": sorted(remove)}).encode()
+        tmp = self.path / (MANIFEST_NAME + NEW_SUFFIX)
+        write_file(self.fs, tmp, manifest)
+        self.fs.rename(tmp, self.path / MANIFEST_NAME)
+        self.fs.fsync_dir(self.path)
+        self._finish_swap()
+
+    def _finish_swap(self) -> None:
+        manifest = self.path / MANIFEST_NAME
+        plan = json.loads(manifest.read_bytes())
+        for name in plan["install"]:
+            staged = self.path / (name + NEW_SUFFIX)
+            if staged.exists():
+                self.fs.rename(staged, self.path / name)
+        for name in plan["remove"]:
+            if name not in plan["install"]:
+                self.fs.remove(self.path / name)
+        self.fs.fsync_dir(self.path)
+        self.fs.remove(manifest)
+        self.fs.fsync_dir(self.path)
+
+    def _recover(self) -> None:
+        """Finish a compaction that committed, undo one that did not."""
+        if (self.path / MANIFEST_NAME).exists():
+            log.warning("event log: finishing an interrupted compaction")
+            self._finish_swap()
+        stray = [p for p in self.path.iterdir() if p.name.endswith(NEW_SUFFIX)]
+        for path in stray:
+            self.fs.remove(path)
+        if stray:
+            self.fs.fsync_dir(self.path)
+            log.warning("event log: undid an interrupted compaction (%d files)", len(stray))
+
+    # -- checking --------------------------------------------------------------------------
+
+    def verify(self) -> list[Problem]:
+        """Check every segment's header, framing, CRCs and the order of offsets."""
+        problems: list[Problem] = []
+        if (self.path / MANIFEST_NAME).exists():
+            problems.append(Problem(MANIFEST_NAME, 0, None, "an interrupted compaction is pending"))
+        previous = -1
+        for segment in self.segments():
+            name = segment.path.name
+            data = segment.path.read_bytes()
+            try:
+                header = unpack_header(data)
+            except ValueError as exc:
+                problems.append(Problem(name, 0, None, str(exc)))
+                continue
+            if header.base_offset != segment.base:
+                problems.append(Problem(name, 0, None, "header base offset differs from name"))
+            if segment.sealed:
+                records = list(read_sealed(segment.path, 0, problems))
+                frames = sum(r.type == FRAME_TYPE for r in records)
+                if frames != header.frames or len(records) - frames != header.controls:
+                    problems.append(Problem(name, 0, None, "header counts differ from records"))
+            else:
+                scan = scan_records(data, HEADER.size, name, segment.base - 1)
+                problems.extend(scan.problems)
+                if scan.torn:
+                    problems.append(
+                        Problem(name, scan.end, None, f"torn tail of {len(data) - scan.end} bytes")
+                    )
+                records = [record for _, record in scan.records]
+            for record in records:
+                if record.offset <= previous or record.offset < segment.base:
+                    problems.append(Problem(name, 0, record.offset, "offset out of order"))
+                previous = max(previous, record.offset)
+        return problems
+
+    def disk_bytes(self) -> int:
+        return sum(s.path.stat().st_size for s in self.segments())
+
+
+class LogReader:
+    """Reads new records incrementally: for follow mode and catching up views."""
+
+    def __init__(self, log: Log, start: int = 0) -> None:
+        self.log = log
+        self.after = start - 1
+
+    def poll(self, limit: int | None = None) -> list[Record]:
+        out: list[Record] = []
+        for record in self.log.records(self.after + 1):
+            out.append(record)
+            self.after = record.offset
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def wait(self, timeout: float, stop: threading.Event | None = None) -> None:
+        """Block until the log folder changes, ``timeout`` passes or ``stop`` is set."""
+        import watchfiles
+
+        # 50 ms debounce, not watchfiles' 1.6 s default: new frames must be searchable in 2 s.
+        for _ in watchfiles.watch(
+            self.log.path,
+            debounce=50,
+            step=10,
+            rust_timeout=int(timeout * 1000),
+            yield_on_timeout=True,
+            stop_event=stop,
+        ):
+            return
+
+
+def _base_of(path: Path) -> int:
+    return int(path.name.split(".", 1)[0])
+
+
+def _utc_day(us: int) -> str:
+    return datetime.fromtimestamp(us / 1_000_000, UTC).strftime("%Y-%m-%d")
+
+
+def _sealed_header(path: Path) -> Header:
+    with open(path, "rb") as f:
+        data = f.read(HEADER.size)
+    try:
+        return unpack_header(data)
+    except ValueError as exc:
+        raise StoreError(f"event log segment {path.name} is damaged: {exc}") from None

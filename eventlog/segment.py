@@ -1,0 +1,267 @@
+"""Reading and writing one segment file (the layout is in ``eventlog.format``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import crc32c
+import msgspec
+import zstandard
+
+from eventlog.events import FRAME_TYPE
+from eventlog.format import (
+    BLOCK,
+    BLOCK_BYTES,
+    BLOCK_MAGIC,
+    FORMAT_VERSION,
+    HEADER,
+    KIND_ACTIVE,
+    KIND_SEALED,
+    MAGIC,
+    RECORD,
+    ZSTD_LEVEL,
+)
+from eventlog.fs import FileSystem
+
+
+class Record(NamedTuple):
+    offset: int
+    type: int
+    payload: bytes
+
+
+class Header(NamedTuple):
+    kind: int
+    base_offset: int
+    created_us: int
+    end_offset: int = 0
+    min_captured_us: int = 0
+    max_captured_us: int = 0
+    frames: int = 0
+    controls: int = 0
+
+
+class Problem(NamedTuple):
+    """Something wrong on disk, located exactly enough for a person to find it."""
+
+    segment: str
+    position: int
+    offset: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.segment} @ byte {self.position}"
+        return (
+            f"{where} (offset {self.offset}): {self.message}"
+            if self.offset is not None
+            else (f"{where}: {self.message}")
+        )
+
+
+class _Captured(msgspec.Struct):
+    captured_us: int
+
+
+_captured = msgspec.msgpack.Decoder(_Captured)
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def pack_header(header: Header) -> bytes:
+    body = HEADER.pack(
+        MAGIC,
+        FORMAT_VERSION,
+        header.kind,
+        0,
+        header.base_offset,
+        header.created_us,
+        header.end_offset,
+        header.min_captured_us,
+        header.max_captured_us,
+        header.frames,
+        header.controls,
+        0,
+    )[:-4]
+    return body + crc32c.crc32c(body).to_bytes(4, "little")
+
+
+def unpack_header(data: bytes) -> Header:
+    """Raise ValueError with the reason when ``data`` is not a valid header."""
+    if len(data) < HEADER.size:
+        raise ValueError("short header")
+    magic, version, kind, _, base, created, end, lo, hi, frames, controls, crc = HEADER.unpack_from(
+        data
+    )
+    if magic != MAGIC:
+        raise ValueError("not a Backscroll segment (bad magic)")
+    if crc32c.crc32c(data[: HEADER.size - 4]) != crc:
+        raise ValueError("header checksum mismatch")
+    if version != FORMAT_VERSION:
+        raise ValueError(f"segment format version {version} is not supported")
+    return Header(kind, base, created, end, lo, hi, frames, controls)
+
+
+def pack_record(type_code: int, offset: int, payload: bytes) -> bytes:
+    body = RECORD.pack(len(payload), 0, type_code, offset)[8:] + payload
+    return RECORD.pack(len(payload), crc32c.crc32c(body), type_code, offset)[:8] + body
+
+
+def _record_at(buf: bytes, pos: int, end: int, after: int) -> tuple[Record, int] | None:
+    """The valid record starting at ``pos`` with an offset above ``after``, and its end."""
+    if pos + RECORD.size > end:
+        return None
+    length, crc, type_code, offset = RECORD.unpack_from(buf, pos)
+    stop = pos + RECORD.size + length
+    if stop > end or offset <= after:
+        return None
+    view = memoryview(buf)
+    if crc32c.crc32c(view[pos + 8 : stop]) != crc:
+        return None
+    return Record(offset, type_code, bytes(view[pos + RECORD.size : stop])), stop
+
+
+class Scan(NamedTuple):
+    records: list[tuple[int, Record]]
+    """``(position, record)`` of every valid record."""
+    end: int
+    """Position just past the last valid record: a torn tail starts here."""
+    torn: bool
+    problems: list[Problem]
+
+
+def scan_records(buf: bytes, pos: int, name: str, after: int = -1) -> Scan:
+    """Parse records from ``pos``; step over a damaged record when a valid one follows it.
+
+    What cannot be followed by a valid record is a torn tail: reported by ``torn`` and
+    ``end``, never repaired here (only the lock holder repairs).
+    """
+    records: list[tuple[int, Record]] = []
+    problems: list[Problem] = []
+    end = len(buf)
+    while pos < end:
+        found = _record_at(buf, pos, end, after)
+        if found is not None:
+            record, stop = found
+            records.append((pos, record))
+            after, pos = record.offset, stop
+            continue
+        resync = _resync(buf, pos + 1, end, after)
+        if resync is None:
+            return Scan(records, pos, True, problems)
+        problems.append(
+            Problem(name, pos, after + 1, f"damaged record ({resync - pos} bytes) skipped")
+        )
+        pos = resync
+    return Scan(records, pos, False, problems)
+
+
+def _resync(buf: bytes, pos: int, end: int, after: int) -> int | None:
+    """The position of the next valid record after a damaged one, if any."""
+    while pos + RECORD.size <= end:
+        if _record_at(buf, pos, end, after) is not None:
+            return pos
+        pos += 1
+    return None
+
+
+def read_sealed(
+    path: Path, start: int = 0, problems: list[Problem] | None = None
+) -> Iterator[Record]:
+    """Records of a sealed segment with offsets >= ``start``, block by block."""
+    with open(path, "rb") as f:
+        data = f.read()
+    yield from _sealed_records(data, path.name, start, problems)
+
+
+def _sealed_records(
+    data: bytes, name: str, start: int, problems: list[Problem] | None
+) -> Iterator[Record]:
+    dctx = zstandard.ZstdDecompressor()
+    pos, end = HEADER.size, len(data)
+    while pos + BLOCK.size <= end:
+        magic, length, crc, first, last, _count = BLOCK.unpack_from(data, pos)
+        stop = pos + BLOCK.size + length
+        if (
+            magic != BLOCK_MAGIC
+            or stop > end
+            or (crc32c.crc32c(memoryview(data)[pos + 12 : stop]) != crc)
+        ):
+            if problems is not None:
+                problems.append(Problem(name, pos, None, "damaged block skipped"))
+            found = data.find(BLOCK_MAGIC, pos + 1)
+            if found < 0:
+                return
+            pos = found
+            continue
+        if last >= start:
+            raw = dctx.decompress(memoryview(data)[pos + BLOCK.size : stop])
+            scan = scan_records(raw, 0, name, first - 1)
+            if problems is not None:
+                problems.extend(scan.problems)
+            for _, record in scan.records:
+                if record.offset >= start:
+                    yield record
+        pos = stop
+
+
+def encode_sealed(header: Header, records: Iterable[Record]) -> bytes:
+    """A whole sealed segment holding ``records``; ``header`` gives base and end offsets."""
+    cctx = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
+    blocks: list[bytes] = []
+    pending: list[bytes] = []
+    size = frames = controls = 0
+    first = last = -1
+    lo = hi = 0
+
+    def flush() -> None:
+        nonlocal pending, size
+        data = cctx.compress(b"".join(pending))
+        body = BLOCK.pack(BLOCK_MAGIC, 0, 0, first, last, len(pending))[12:] + data
+        blocks.append(BLOCK.pack(BLOCK_MAGIC, len(data), crc32c.crc32c(body), 0, 0, 0)[:12] + body)
+        pending, size = [], 0
+
+    for record in records:
+        if not pending:
+            first = record.offset
+        last = record.offset
+        raw = pack_record(record.type, record.offset, record.payload)
+        pending.append(raw)
+        size += len(raw)
+        if record.type == FRAME_TYPE:
+            frames += 1
+            captured = _captured.decode(record.payload).captured_us
+            lo = captured if frames == 1 else min(lo, captured)
+            hi = max(hi, captured)
+        else:
+            controls += 1
+        if size >= BLOCK_BYTES:
+            flush()
+    if pending:
+        flush()
+    sealed = header._replace(
+        kind=KIND_SEALED,
+        min_captured_us=lo,
+        max_captured_us=hi,
+        frames=frames,
+        controls=controls,
+    )
+    return pack_header(sealed) + b"".join(blocks)
+
+
+def write_file(fs: FileSystem, path: Path, data: bytes) -> None:
+    f = fs.create(path)
+    try:
+        f.write(data)
+        f.fsync()
+    finally:
+        f.close()
+
+
+def new_active(fs: FileSystem, path: Path, base_offset: int) -> None:
+    write_file(fs, path, pack_header(Header(KIND_ACTIVE, base_offset, now_us())))
+    fs.fsync_dir(path.parent)

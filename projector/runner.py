@@ -1,0 +1,263 @@
+"""The projector: applies the log to the views, and executes deletions and rebuilds.
+
+Whoever holds the views lock (the daemon when it runs, otherwise the CLI command itself) is
+the only writer of the views and the only executor of purges.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from backscroll.errors import LockedError
+from backscroll.home import ensure_dir, fsync_dir, write_atomic
+from eventlog import codec
+from eventlog.events import (
+    FRAME_TYPE,
+    Event,
+    FrameCaptured,
+    PurgeCompleted,
+)
+from eventlog.log import Log
+from eventlog.segment import now_us
+from projector.schema import partition_of
+from projector.search import SearchWriter
+from projector.state import Deletion, FrameStats, State, matches
+
+log = logging.getLogger(__name__)
+
+BATCH_EVENTS = 1000
+BATCH_SECONDS = 1.5
+PURGE_PLAN = "purge.json"
+
+Progress = Callable[[int, int], None]
+"""Called with (events done, events to do)."""
+
+
+class Layout:
+    """Where each part of a store lives under its home."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.log = home / "log"
+        self.views = home / "views"
+        self.search = self.views / "search"
+        self.thumbs = home / "thumbs"
+
+
+class Projector:
+    def __init__(self, home: Path, log_: Log | None = None) -> None:
+        self.layout = Layout(home)
+        ensure_dir(self.layout.views)
+        self.log = log_ or Log(self.layout.log)
+        self._lock_fd = _try_lock(self.layout.views / "LOCK")
+        self.search = SearchWriter(self.layout.search)
+        state = State.load(self.layout.views)
+        if state is None or self.search.position < 0 <= state.position:
+            state = State()
+        self.state = state
+
+    def close(self) -> None:
+        self.search.close()
+        os.close(self._lock_fd)
+
+    def __enter__(self) -> Projector:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def position(self) -> int:
+        return min(self.search.position, self.state.position)
+
+    def lag(self) -> int:
+        return max(0, self.log.next_offset() - 1 - self.position)
+
+    # -- catching up -----------------------------------------------------------------------
+
+    def catch_up(self, progress: Progress | None = None) -> int:
+        """Apply every new event, committing every ~1,000 events or 1.5 s; then purge."""
+        start = self.position + 1
+        total = max(0, self.log.next_offset() - start)
+        done = 0
+        pending = 0
+        last_commit = time.monotonic()
+        last_offset = start - 1
+        for record in self.log.records(start):
+            event = codec.decode(record.payload)
+            self._apply(record.offset, event)
+            last_offset = record.offset
+            done += 1
+            pending += 1
+            if pending >= BATCH_EVENTS or time.monotonic() - last_commit > BATCH_SECONDS:
+                self._commit(last_offset)
+                pending, last_commit = 0, time.monotonic()
+                if progress:
+                    progress(done, total)
+        if pending or last_offset > self.position:
+            self._commit(last_offset)
+        if progress:
+            progress(done, max(total, done))
+        self.execute_pending()
+        return done
+
+    def follow(self, stop: threading.Event, on_idle: Callable[[], None] | None = None) -> None:
+        """Keep the views current until ``stop`` is set: new frames searchable within 2 s."""
+        reader = self.log.reader()
+        while not stop.is_set():
+            self.catch_up()
+            if on_idle:
+                on_idle()
+            reader.after = self.log.next_offset() - 1
+            reader.wait(1.0, stop)
+
+    def _apply(self, offset: int, event: Event) -> None:
+        if offset > self.search.position and isinstance(event, FrameCaptured):
+            self.search.add(event)
+        if offset > self.state.position:
+            self.state.apply(offset, event)
+
+    def _commit(self, position: int) -> None:
+        self.search.commit(max(position, self.search.position))
+        self.state.position = max(position, self.state.position)
+        self.state.save(self.layout.views)
+
+    # -- deletion --------------------------------------------------------------------------
+
+    def execute_pending(self) -> None:
+        for deletion in self.state.pending_deletions():
+            self.purge(deletion)
+
+    def purge(self, deletion: Deletion) -> None:
+        """Compact the frames away, rebuild the months they were in, remove thumbnails.
+
+        The plan (which months) is saved first, so a crash at any step is finished by the
+        next executor even though the compacted log no longer shows what was removed.
+        """
+        plan_path = self.layout.views / PURGE_PLAN
+        plan = _load_plan(plan_path, deletion.offset)
+        if plan is None:
+            months: set[str] = set()
+            thumbs: list[str] = []
+            for _, event in self.log.read(types={FRAME_TYPE}):
+                assert isinstance(event, FrameCaptured)
+                if matches(deletion.scope, event):
+                    months.add(partition_of(event.captured_us))
+                    if event.thumb:
+                        thumbs.append(event.thumb)
+            plan = {"request": deletion.offset, "months": sorted(months), "thumbs": thumbs}
+            write_atomic(plan_path, json.dumps(plan).encode())
+        removed_thumbs = self._remove_thumbnails(plan["thumbs"])
+        compacted = self.log.compact(
+            lambda _, e: None if isinstance(e, FrameCaptured) and matches(deletion.scope, e) else e
+        )
+        self.rebuild_months(set(plan["months"]))
+        frames = len(compacted.dropped) or len(plan["thumbs"])
+        self.log.append(
+            PurgeCompleted(
+                ts_us=now_us(), request_id=deletion.offset, frames=frames, thumbnails=removed_thumbs
+            )
+        )
+        plan_path.unlink(missing_ok=True)
+        self.catch_up()
+
+    def expire(self, cutoff_us: int) -> int:
+        """Retention: compact old frames away and rebuild the months they were in."""
+        compacted = self.log.retain(cutoff_us)
+        frames = [e for _, e in compacted.dropped if isinstance(e, FrameCaptured)]
+        self._remove_thumbnails([f.thumb for f in frames if f.thumb])
+        self.rebuild_months({partition_of(f.captured_us) for f in frames})
+        return len(frames)
+
+    def rebuild_months(self, months: set[str]) -> None:
+        if not months:
+            return
+        self._commit(self.position)
+        by_month: dict[str, list[FrameCaptured]] = {m: [] for m in months}
+        stats = {m: FrameStats() for m in months}
+        for offset, event in self.log.read(types={FRAME_TYPE}):
+            if offset > self.position:
+                break
+            assert isinstance(event, FrameCaptured)
+            month = partition_of(event.captured_us)
+            if month in by_month:
+                by_month[month].append(event)
+                stats[month].add(event)
+        self.search.rebuild(dict(by_month.items()))
+        for month in months:
+            if stats[month].frames:
+                self.state.partitions[month] = stats[month]
+            else:
+                self.state.partitions.pop(month, None)
+        self.state.save(self.layout.views)
+
+    def _remove_thumbnails(self, paths: list[str]) -> int:
+        removed = 0
+        folders = set()
+        for rel in paths:
+            path = self.layout.home / rel
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed += 1
+                folders.add(path.parent)
+        for folder in folders:
+            if folder.exists() and not any(folder.iterdir()):
+                shutil.rmtree(folder, ignore_errors=True)
+            if folder.parent.exists():
+                fsync_dir(folder.parent)
+        return removed
+
+    # -- full rebuild ----------------------------------------------------------------------
+
+    def rebuild_all(self, progress: Progress | None = None) -> None:
+        """Replay the whole log into new generations of every view, then switch."""
+        by_month: dict[str, list[FrameCaptured]] = {}
+        state = State()
+        total = self.log.next_offset()
+        done = 0
+        for offset, event in self.log.read():
+            if isinstance(event, FrameCaptured):
+                by_month.setdefault(partition_of(event.captured_us), []).append(event)
+            state.apply(offset, event)
+            done += 1
+            if progress and done % BATCH_EVENTS == 0:
+                progress(done, total)
+        stale: dict[str, list[FrameCaptured]] = {
+            m: [] for m in self.search.manifest.partitions if m not in by_month
+        }
+        self.search.rebuild({**by_month, **stale})
+        self.search.manifest.position = self.search.manifest.applying_upto = state.position
+        self.search.manifest.save(self.layout.search)
+        self.state = state
+        self.state.save(self.layout.views)
+        if progress:
+            progress(done, max(done, total))
+        self.execute_pending()
+
+
+def _try_lock(path: Path) -> int:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise LockedError("the views are being updated by another Backscroll process") from None
+    return fd
+
+
+def _load_plan(path: Path, request: int) -> dict[str, Any] | None:
+    try:
+        plan = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    return plan if plan.get("request") == request else None

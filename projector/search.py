@@ -1,0 +1,184 @@
+"""The search view: one Tantivy index per month of capture time, listed by a manifest.
+
+    views/search/manifest.json      {"schema", "position", "applying_upto", "partitions"}
+    views/search/2026-11.g3/        the live generation of November 2026's partition
+
+``position`` is the last log offset whose effects are committed. Before a commit the
+manifest records ``applying_upto``: frames up to there may already be in an index, so on
+resume they are deleted by id before being added again, which makes replay idempotent.
+
+A partition is never edited to delete frames: Tantivy's deletes are soft (the terms and the
+stored text stay in the files until a merge nobody can force from Python). A deletion
+rebuilds the months it touches into a new generation from the already-compacted log, switches
+the manifest, and removes the old generation's folder, so nothing of a deleted frame remains.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from backscroll.home import ensure_dir, write_atomic
+from eventlog.events import FrameCaptured
+from projector.schema import (
+    SCHEMA_VERSION,
+    build_schema,
+    frame_document,
+    partition_of,
+    register_analyzers,
+)
+
+if TYPE_CHECKING:
+    import tantivy
+
+MANIFEST = "manifest.json"
+WRITER_HEAP = 128_000_000
+WRITER_THREADS = 2
+OPEN_WRITERS = 2
+
+
+def open_index(path: Path, schema: tantivy.Schema | None = None) -> tantivy.Index:
+    import tantivy
+
+    index = tantivy.Index(schema or build_schema(), path=str(path), reuse=True)
+    register_analyzers(index)
+    return index
+
+
+class Manifest:
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.schema: int = data.get("schema", SCHEMA_VERSION)
+        self.position: int = data.get("position", -1)
+        self.applying_upto: int = data.get("applying_upto", -1)
+        self.partitions: dict[str, str] = dict(data.get("partitions", {}))
+
+    @classmethod
+    def load(cls, root: Path) -> Manifest | None:
+        try:
+            return cls(json.loads((root / MANIFEST).read_bytes()))
+        except FileNotFoundError:
+            return None
+
+    def save(self, root: Path) -> None:
+        data = {
+            "schema": self.schema,
+            "position": self.position,
+            "applying_upto": self.applying_upto,
+            "partitions": dict(sorted(self.partitions.items())),
+        }
+        write_atomic(root / MANIFEST, json.dumps(data).encode())
+
+
+class SearchWriter:
+    """Adds frames to the partitions; used only by the holder of the views lock."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = ensure_dir(root)
+        self.schema = build_schema()
+        manifest = Manifest.load(root)
+        if manifest is None or manifest.schema != SCHEMA_VERSION:
+            manifest = Manifest({})
+        self.manifest = manifest
+        self._indexes: dict[str, tantivy.Index] = {}
+        self._writers: dict[str, tantivy.IndexWriter] = {}
+        self._dirty_upto = -1
+
+    @property
+    def position(self) -> int:
+        return self.manifest.position
+
+    def _writer(self, partition: str) -> tantivy.IndexWriter:
+        writer = self._writers.pop(partition, None)
+        if writer is None:
+            if len(self._writers) >= OPEN_WRITERS:
+                oldest = next(iter(self._writers))
+                self._close_writer(oldest)
+            name = self.manifest.partitions.get(partition)
+            if name is None:
+                name = f"{partition}.g1"
+                self.manifest.partitions[partition] = name
+            index = open_index(ensure_dir(self.root / name), self.schema)
+            self._indexes[partition] = index
+            writer = index.writer(WRITER_HEAP, WRITER_THREADS)
+        self._writers[partition] = writer  # most recently used last
+        return writer
+
+    def _close_writer(self, partition: str) -> None:
+        writer = self._writers.pop(partition)
+        writer.commit()
+        writer.wait_merging_threads()
+
+    def add(self, frame: FrameCaptured) -> None:
+        writer = self._writer(partition_of(frame.captured_us))
+        if frame.frame_id <= self.manifest.applying_upto:
+            writer.delete_documents_by_term("id_s", str(frame.frame_id))
+        writer.add_document(frame_document(frame, self.schema))
+        self._dirty_upto = frame.frame_id
+
+    def commit(self, position: int) -> None:
+        """Make everything added durable, and record ``position`` with it."""
+        if self._writers:
+            self.manifest.applying_upto = max(self.manifest.applying_upto, self._dirty_upto)
+            self.manifest.save(self.root)
+            for writer in self._writers.values():
+                writer.commit()
+        self.manifest.position = position
+        self.manifest.save(self.root)
+
+    def close(self) -> None:
+        for partition in list(self._writers):
+            self._close_writer(partition)
+        self._indexes.clear()
+
+    def rebuild(self, frames_by_partition: dict[str, Iterable[FrameCaptured]]) -> None:
+        """Rebuild the given partitions into new generations and switch to them atomically.
+
+        An empty iterable removes the partition. Queries keep answering from the old
+        generation until the manifest switches.
+        """
+        for partition in frames_by_partition:
+            if partition in self._writers:
+                self._close_writer(partition)
+        retired: list[str] = []
+        for partition, frames in frames_by_partition.items():
+            old = self.manifest.partitions.get(partition)
+            generation = int(old.rsplit(".g", 1)[1]) + 1 if old else 1
+            name = f"{partition}.g{generation}"
+            path = self.root / name
+            shutil.rmtree(path, ignore_errors=True)
+            count = build_partition(ensure_dir(path), frames, self.schema)
+            if count:
+                self.manifest.partitions[partition] = name
+            else:
+                self.manifest.partitions.pop(partition, None)
+                shutil.rmtree(path)
+            if old:
+                retired.append(old)
+            self._indexes.pop(partition, None)
+        self.manifest.save(self.root)
+        for name in retired:
+            shutil.rmtree(self.root / name, ignore_errors=True)
+        remove_strays(self.root, self.manifest)
+
+
+def build_partition(path: Path, frames: Iterable[FrameCaptured], schema: tantivy.Schema) -> int:
+    index = open_index(path, schema)
+    writer = index.writer(WRITER_HEAP, WRITER_THREADS)
+    count = 0
+    for frame in frames:
+        writer.add_document(frame_document(frame, schema))
+        count += 1
+    writer.commit()
+    writer.wait_merging_threads()
+    return count
+
+
+def remove_strays(root: Path, manifest: Manifest) -> None:
+    """Generations the manifest does not list (a rebuild interrupted by a crash) go."""
+    live = set(manifest.partitions.values())
+    for entry in root.iterdir():
+        if entry.is_dir() and entry.name not in live:
+            shutil.rmtree(entry, ignore_errors=True)

@@ -1,0 +1,205 @@
+"""The small state views: config, pause, frame statistics, daemon runs, deletion history.
+
+Frame statistics are kept per search partition (month), so a partition rebuilt after a
+deletion recomputes exactly its own numbers. The whole state is one MessagePack file written
+atomically with its log position.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from backscroll.home import write_atomic
+from eventlog.events import (
+    CapturePaused,
+    CaptureResumed,
+    ConfigChanged,
+    DaemonStarted,
+    DaemonStopped,
+    Event,
+    FrameCaptured,
+    FramesDeleted,
+    FramesRewritten,
+    KeyCreated,
+    PurgeCompleted,
+    ReindexRequested,
+)
+from projector.schema import partition_of
+
+STATE_FILE = "state.msgpack"
+KEEP_RUNS = 200
+
+
+class FrameStats(msgspec.Struct):
+    frames: int = 0
+    text_sources: dict[str, int] = {}
+    encrypted_text: int = 0
+    thumbnails: int = 0
+    encrypted_thumbnails: int = 0
+    oldest_us: int = 0
+    newest_us: int = 0
+    apps: dict[str, int] = {}
+
+    def add(self, frame: FrameCaptured) -> None:
+        self.frames += 1
+        self.text_sources[frame.text_source] = self.text_sources.get(frame.text_source, 0) + 1
+        self.encrypted_text += frame.encrypted
+        self.thumbnails += frame.thumb is not None
+        self.encrypted_thumbnails += frame.thumb is not None and frame.thumb_encrypted
+        t = frame.captured_us
+        self.oldest_us = t if self.frames == 1 else min(self.oldest_us, t)
+        self.newest_us = max(self.newest_us, t)
+        self.apps[frame.app] = self.apps.get(frame.app, 0) + 1
+
+
+class Pause(msgspec.Struct):
+    paused: bool = False
+    since_us: int = 0
+    until_us: int | None = None
+    origin: str = ""
+    reason: str = ""
+
+    def active(self, now_us: int) -> bool:
+        return self.paused and (self.until_us is None or now_us < self.until_us)
+
+
+class DaemonRun(msgspec.Struct):
+    offset: int
+    pid: int
+    started_us: int
+    stopped_us: int | None = None
+    reason: str | None = None
+    """None while running (or crashed, if a later run started without a stop)."""
+
+
+class Deletion(msgspec.Struct):
+    offset: int
+    requested_us: int
+    scope: dict[str, Any]
+    reason: str
+    origin: str
+    completed_us: int | None = None
+    frames: int = 0
+
+
+class Reindex(msgspec.Struct):
+    offset: int
+    requested_us: int
+    views_only: bool
+    completed_us: int | None = None
+    frames: int = 0
+
+
+class State(msgspec.Struct):
+    position: int = -1
+    config: dict[str, Any] = {}
+    config_origin: str = "default"
+    config_changed_us: int = 0
+    pause: Pause = msgspec.field(default_factory=Pause)
+    partitions: dict[str, FrameStats] = {}
+    runs: list[DaemonRun] = []
+    deletions: list[Deletion] = []
+    reindexes: list[Reindex] = []
+    key_fingerprint: str | None = None
+    key_store: str | None = None
+
+    def apply(self, offset: int, event: Event) -> None:
+        match event:
+            case FrameCaptured():
+                self.partitions.setdefault(partition_of(event.captured_us), FrameStats()).add(event)
+            case ConfigChanged():
+                self.config = event.config
+                self.config_origin = event.origin
+                self.config_changed_us = event.ts_us
+            case CapturePaused():
+                self.pause = Pause(True, event.ts_us, event.until_us, event.origin, event.reason)
+            case CaptureResumed():
+                self.pause = Pause(False, event.ts_us, None, event.origin)
+            case DaemonStarted():
+                self.runs.append(DaemonRun(offset, event.pid, event.ts_us))
+                del self.runs[:-KEEP_RUNS]
+            case DaemonStopped():
+                for run in reversed(self.runs):
+                    if run.pid == event.pid and run.stopped_us is None:
+                        run.stopped_us, run.reason = event.ts_us, event.reason
+                        break
+            case FramesDeleted():
+                self.deletions.append(
+                    Deletion(offset, event.ts_us, scope_of(event), event.reason, event.origin)
+                )
+            case PurgeCompleted():
+                for deletion in self.deletions:
+                    if deletion.offset == event.request_id:
+                        deletion.completed_us, deletion.frames = event.ts_us, event.frames
+            case ReindexRequested():
+                self.reindexes.append(Reindex(offset, event.ts_us, event.views_only))
+            case FramesRewritten():
+                for reindex in self.reindexes:
+                    if reindex.offset == event.request_id:
+                        reindex.completed_us, reindex.frames = event.ts_us, event.frames
+            case KeyCreated():
+                self.key_fingerprint, self.key_store = event.fingerprint, event.store
+        self.position = max(self.position, offset)
+
+    def totals(self) -> FrameStats:
+        total = FrameStats()
+        for stats in self.partitions.values():
+            total.frames += stats.frames
+            for source, n in stats.text_sources.items():
+                total.text_sources[source] = total.text_sources.get(source, 0) + n
+            total.encrypted_text += stats.encrypted_text
+            total.thumbnails += stats.thumbnails
+            total.encrypted_thumbnails += stats.encrypted_thumbnails
+            if stats.frames:
+                first = total.oldest_us == 0
+                total.oldest_us = (
+                    stats.oldest_us if first else min(total.oldest_us, stats.oldest_us)
+                )
+                total.newest_us = max(total.newest_us, stats.newest_us)
+            for app, n in stats.apps.items():
+                total.apps[app] = total.apps.get(app, 0) + n
+        return total
+
+    def pending_deletions(self) -> list[Deletion]:
+        return [d for d in self.deletions if d.completed_us is None]
+
+    def save(self, root: Path) -> None:
+        write_atomic(root / STATE_FILE, msgspec.msgpack.encode(self))
+
+    @classmethod
+    def load(cls, root: Path) -> State | None:
+        try:
+            return msgspec.msgpack.decode((root / STATE_FILE).read_bytes(), type=cls)
+        except FileNotFoundError:
+            return None
+        except msgspec.DecodeError:
+            return None  # a damaged or older view is rebuilt from the log
+
+
+def scope_of(event: FramesDeleted) -> dict[str, Any]:
+    scope: dict[str, Any] = {"upto_id": event.upto_id}
+    if event.ids:
+        scope["ids"] = list(event.ids)
+    for key in ("since_us", "until_us", "app"):
+        if getattr(event, key) is not None:
+            scope[key] = getattr(event, key)
+    return scope
+
+
+def matches(scope: dict[str, Any], frame: FrameCaptured) -> bool:
+    """Whether a tombstone's scope covers ``frame`` (an empty scope covers every frame)."""
+    if frame.frame_id > scope["upto_id"]:
+        return False
+    if "ids" in scope and frame.frame_id not in scope["ids"]:
+        return False
+    if "since_us" in scope and frame.captured_us < scope["since_us"]:
+        return False
+    if "until_us" in scope and frame.captured_us >= scope["until_us"]:
+        return False
+    if "app" in scope:
+        needle = scope["app"].lower()
+        return needle in frame.app.lower() or needle in frame.title.lower()
+    return True

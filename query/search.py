@@ -1,0 +1,311 @@
+"""Search, timeline and get over the views, with snippets computed after decryption.
+
+Ranking: each month partition is searched with the same Tantivy query (BM25 over text,
+title and app words, and over blind tokens for encrypted frames: a blind token occurs once
+per frame by construction, so an encrypted frame ranks by the rarity of its words, not their
+frequency). The partitions' top hits merge into one list by score. Each score uses its own
+partition's statistics, which is close enough for months of similar text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from backscroll import tokens
+from backscroll.errors import NotFoundError
+from projector.schema import GRAM, partition_of, where_text
+from projector.state import Deletion, matches
+from query.parse import Term, parse_query
+from query.views import ViewReader
+
+if TYPE_CHECKING:
+    import tantivy
+
+Decrypt = Callable[[int, bytes], str | None]
+"""Decrypts a frame's text; None when the key is missing or the ciphertext is damaged."""
+
+SNIPPET_CHARS = 160
+_SPACES = re.compile(r"\s+")
+
+
+class Hit(msgspec.Struct, kw_only=True):
+    id: int
+    when: datetime
+    app: str
+    title: str
+    text_source: str
+    encrypted: bool
+    reason: str = ""
+    thumb: str | None = None
+    thumb_encrypted: bool = False
+    snippet: str = ""
+    score: float = 0.0
+    text: str | None = None
+
+
+class Window(msgspec.Struct, frozen=True):
+    start: datetime | None = None
+    end: datetime | None = None
+
+
+class Searcher:
+    def __init__(
+        self,
+        views: ViewReader,
+        decrypt: Decrypt | None = None,
+        blind: Callable[[str], bytes] | None = None,
+    ) -> None:
+        self.views = views
+        self.decrypt = decrypt
+        self.blind = blind
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def search(
+        self, query: str, window: Window = Window(), app: str | None = None, limit: int = 15
+    ) -> list[Hit]:
+        terms = parse_query(query)
+        found: list[Hit] = []
+        want = limit
+        pending = self.views.state().pending_deletions()
+        for index in self._indexes(window):
+            tq = self._query(index, terms, window, app)
+            searcher = index.searcher()
+            fetch = want * 2 + 8
+            for score, address in searcher.search(tq, fetch, count=False).hits:
+                hit = self._hit(searcher.doc(address), score)
+                if self._visible(hit, app, pending) and self._confirm(hit, terms):
+                    found.append(hit)
+        found.sort(key=lambda h: (-h.score, -h.id))
+        return [self._with_snippet(hit, terms) for hit in found[:limit]]
+
+    def timeline(
+        self, window: Window = Window(), app: str | None = None, limit: int = 50
+    ) -> list[Hit]:
+        """Frames in time order: the first ``limit`` from the window's start when it has one,
+        else the latest ``limit``."""
+        import tantivy
+
+        newest_first = window.start is None
+        indexes = self._indexes(window)
+        if newest_first:
+            indexes.reverse()
+        order = tantivy.Order.Desc if newest_first else tantivy.Order.Asc
+        pending = self.views.state().pending_deletions()
+        out: list[Hit] = []
+        for index in indexes:
+            searcher = index.searcher()
+            tq = self._filters(index, window, app) or tantivy.Query.all_query()
+            result = searcher.search(
+                tq, limit * 2 + 8, count=False, order_by_field="ts", order=order
+            )
+            for _, address in result.hits:
+                hit = self._hit(searcher.doc(address), 0.0)
+                if self._visible(hit, app, pending):
+                    out.append(hit)
+            if len(out) >= limit:
+                break
+        out.sort(key=lambda h: (h.when, h.id), reverse=newest_first)
+        out = out[:limit]
+        out.sort(key=lambda h: (h.when, h.id))
+        return out
+
+    def get(self, frame_id: int) -> Hit:
+        import tantivy
+
+        pending = self.views.state().pending_deletions()
+        for index in self._indexes(Window()):
+            searcher = index.searcher()
+            q = tantivy.Query.term_query(index.schema, "id_s", str(frame_id))
+            for _, address in searcher.search(q, 1, count=False).hits:
+                doc = searcher.doc(address)
+                hit = self._hit(doc, 0.0)
+                if self._visible(hit, None, pending):
+                    hit.text = self._text(hit, doc)
+                    return hit
+        raise NotFoundError(f"no frame #{frame_id} (it may have been deleted or expired)")
+
+    # -- building queries ------------------------------------------------------------------
+
+    def _indexes(self, window: Window) -> list[tantivy.Index]:
+        lo = partition_of(_us(window.start)) if window.start else None
+        hi = partition_of(_us(window.end) - 1) if window.end else None
+        return self.views.partitions(lo, hi)
+
+    def _query(
+        self, index: tantivy.Index, terms: list[Term], window: Window, app: str | None
+    ) -> tantivy.Query:
+        import tantivy
+
+        must = tantivy.Occur.Must
+        parts = [(must, _term_query(index.schema, term, self.blind)) for term in terms]
+        filters = self._filters(index, window, app)
+        if filters is not None:
+            parts.append((must, filters))
+        return tantivy.Query.boolean_query(parts)
+
+    def _filters(
+        self, index: tantivy.Index, window: Window, app: str | None
+    ) -> tantivy.Query | None:
+        import tantivy
+
+        schema = index.schema
+        parts = []
+        if window.start or window.end:
+            rq = tantivy.Query.range_query(
+                schema,
+                "ts",
+                tantivy.FieldType.Date,
+                window.start,
+                window.end,
+                include_lower=True,
+                include_upper=window.end is None,
+            )
+            parts.append((tantivy.Occur.Must, rq))
+        if app:
+            grams = _grams(where_text(app, "").strip())
+            for gram in grams:
+                parts.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, "where", gram)))
+        return tantivy.Query.boolean_query(parts) if parts else None
+
+    # -- results ---------------------------------------------------------------------------
+
+    def _hit(self, doc: tantivy.Document, score: float) -> Hit:
+        d = doc.to_dict()
+        when = d["ts"][0]
+        return Hit(
+            id=d["id"][0],
+            when=when if when.tzinfo else when.replace(tzinfo=UTC),
+            app=d["app"][0] if d.get("app") else "",
+            title=d["title"][0] if d.get("title") else "",
+            text_source=d["source"][0],
+            encrypted=bool(d["enc"][0]),
+            reason=d["reason"][0] if d.get("reason") else "",
+            thumb=d["thumb"][0] if d.get("thumb") else None,
+            thumb_encrypted=bool(d["thumb_enc"][0]) if d.get("thumb_enc") else False,
+            score=score,
+            text=_raw_text(d),
+        )
+
+    def _visible(self, hit: Hit, app: str | None, pending: list[Deletion]) -> bool:
+        """The exact app filter (the 3-grams only narrow), and tombstones not yet purged."""
+        if app:
+            needle = where_text(app, "").strip()
+            if needle not in where_text(hit.app, "") and needle not in where_text(hit.title, ""):
+                return False
+        if pending:
+            probe = _FrameView(hit)
+            return not any(matches(d.scope, probe) for d in pending)  # type: ignore[arg-type]
+        return True
+
+    def _confirm(self, hit: Hit, terms: list[Term]) -> bool:
+        """Blind tokens cannot check word order: re-check phrases after decryption."""
+        if not hit.encrypted or all(len(t.words) == 1 for t in terms):
+            return True
+        text = self._decrypted(hit)
+        if text is None:
+            return False
+        words = tokens.words(text)
+        return all(len(t.words) == 1 or _contains(words, t.words) for t in terms)
+
+    def _decrypted(self, hit: Hit) -> str | None:
+        if not isinstance(hit.text, bytes):
+            return hit.text
+        return self.decrypt(hit.id, hit.text) if self.decrypt else None
+
+    def _text(self, hit: Hit, doc: tantivy.Document) -> str:
+        return self._decrypted(hit) or "" if hit.encrypted else (hit.text or "")
+
+    def _with_snippet(self, hit: Hit, terms: list[Term]) -> Hit:
+        text = self._decrypted(hit) if hit.encrypted else hit.text
+        hit.snippet = snippet(text or "", terms)
+        hit.text = None
+        return hit
+
+
+class _FrameView:
+    """Duck-typed like FrameCaptured for ``matches``."""
+
+    def __init__(self, hit: Hit) -> None:
+        self.frame_id = hit.id
+        self.captured_us = _us(hit.when)
+        self.app = hit.app
+        self.title = hit.title
+
+
+def _raw_text(d: dict[str, Any]) -> Any:
+    if d.get("cipher"):
+        return bytes(d["cipher"][0])
+    if d.get("body"):
+        return bytes(d["body"][0]).decode()
+    return ""
+
+
+def _term_query(
+    schema: tantivy.Schema, term: Term, blind: Callable[[str], bytes] | None
+) -> tantivy.Query:
+    import tantivy
+
+    should = tantivy.Occur.Should
+    if term.prefix:
+        word = term.words[0]
+        pattern = re.escape(word) + ".*"
+        plain = [
+            (should, tantivy.Query.regex_query(schema, field, pattern))
+            for field in ("text", "title", "app")
+        ]
+    elif len(term.words) == 1:
+        word = term.words[0]
+        plain = [
+            (should, tantivy.Query.term_query(schema, field, word))
+            for field in ("text", "title", "app")
+        ]
+    else:
+        plain = [
+            (should, tantivy.Query.phrase_query(schema, field, list(term.words)))
+            for field in ("text", "title")
+        ]
+    if blind is not None:
+        # Encrypted frames: the exact word (a prefix cannot be blinded); a phrase's words
+        # must all occur, and their order is re-checked after decryption.
+        must = tantivy.Occur.Must
+        words = [
+            (must, tantivy.Query.term_query(schema, "btok", blind(word).hex()))
+            for word in term.words
+        ]
+        plain.append((should, tantivy.Query.boolean_query(words)))
+    return tantivy.Query.boolean_query(plain)
+
+
+def _grams(text: str) -> list[str]:
+    if len(text) < GRAM:
+        return []
+    return sorted({text[i : i + GRAM] for i in range(len(text) - GRAM + 1)})
+
+
+def _contains(words: list[str], phrase: tuple[str, ...]) -> bool:
+    n = len(phrase)
+    return any(tuple(words[i : i + n]) == phrase for i in range(len(words) - n + 1))
+
+
+def snippet(text: str, terms: list[Term]) -> str:
+    """About ``SNIPPET_CHARS`` characters around the first match, whitespace folded."""
+    wanted = {w for t in terms for w in t.words}
+    prefixes = tuple(t.words[0] for t in terms if t.prefix)
+    start = 0
+    for begin, _, word in tokens.word_spans(text):
+        if word in wanted or (prefixes and word.startswith(prefixes)):
+            start = begin
+            break
+    lo = max(0, start - SNIPPET_CHARS // 3)
+    piece = _SPACES.sub(" ", text[lo : lo + SNIPPET_CHARS]).strip()
+    return ("… " if lo else "") + piece + (" …" if lo + SNIPPET_CHARS < len(text) else "")
+
+
+def _us(when: datetime) -> int:
+    return int(when.timestamp() * 1_000_000)

@@ -1,0 +1,56 @@
+"""Read-only access to the views: the search partitions and the state, as other processes
+committed them. Nothing here takes a lock or writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from projector.runner import Layout
+from projector.search import Manifest, open_index
+from projector.state import State
+
+if TYPE_CHECKING:
+    import tantivy
+
+
+class ViewReader:
+    def __init__(self, home: Path) -> None:
+        self.layout = Layout(home)
+        self._manifest_mtime = -1
+        self._manifest: Manifest | None = None
+        self._indexes: dict[str, tantivy.Index] = {}
+
+    def manifest(self) -> Manifest | None:
+        try:
+            mtime = (self.layout.search / "manifest.json").stat().st_mtime_ns
+        except FileNotFoundError:
+            return None
+        if mtime != self._manifest_mtime:
+            self._manifest = Manifest.load(self.layout.search)
+            self._manifest_mtime = mtime
+        return self._manifest
+
+    def partitions(self, lo: str | None = None, hi: str | None = None) -> list[tantivy.Index]:
+        """Indexes of the months in [lo, hi] (inclusive month keys), oldest first, reloaded
+        so that commits made by another process since the last call are seen."""
+        manifest = self.manifest()
+        if manifest is None:
+            return []
+        out = []
+        for month, name in sorted(manifest.partitions.items()):
+            if (lo and month < lo) or (hi and month > hi):
+                continue
+            index = self._indexes.get(name)
+            if index is None:
+                path = self.layout.search / name
+                if not path.exists():
+                    continue
+                index = self._indexes[name] = open_index(path)
+            else:
+                index.reload()
+            out.append(index)
+        return out
+
+    def state(self) -> State:
+        return State.load(self.layout.views) or State()
