@@ -1,0 +1,282 @@
+"""Time phrases: turn ``yesterday afternoon`` or ``2h`` into a half-open window.
+
+Every window is ``[start, end)``, timezone-aware, in the zone of ``now``:
+
+    2h, 45 min, 3d, 1 week        the last N units, ending now
+    today, yesterday              that whole local day
+    last night                    yesterday 20:00 → 24:00
+    tuesday, last tuesday         the most recent Tuesday strictly before today (a week ago
+                                  when today is Tuesday); ``past tuesday`` is the same
+    <day> morning|afternoon|...   morning 05–12, afternoon 12–17, evening 17–22, night 20–24;
+                                  <day> is today, yesterday, this, a weekday or last <weekday>
+    this week, last week          Monday-start calendar weeks; ``this week`` runs to next
+                                  Monday 00:00, so it includes the rest of the current week
+    this month, last month        calendar months; ``this month`` runs to the 1st of next month
+    3 days ago, an hour ago       a point: ``(t, t)``
+    2026-09-01                    that whole day (``2026-9-1`` is accepted too)
+    2026-09-01 14:30              that minute, ``[14:30, 14:31)``; seconds are dropped, and an
+                                  explicit offset or ``Z`` is honoured and converted to now's zone
+
+Clock arithmetic: minutes and hours are elapsed time (``2h`` is always 7,200 s), days and
+weeks are calendar steps (``3d`` starts at the same wall-clock time three days ago), and every
+day boundary is the local midnight of that date, so a day across a DST change lasts 23 or 25
+hours. A ZoneInfo ``now`` follows its zone's rules; a fixed-offset ``now`` keeps its offset.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
+from typing import Literal, NamedTuple
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from backscroll.errors import PhraseError
+
+__all__ = ["ACCEPTED_FORMS", "parse_when", "resolve_window"]
+
+ACCEPTED_FORMS = (
+    "2h, 45m, 3d, 1w (or '2 hours'), today, yesterday, last night, tuesday, last tuesday, "
+    "tuesday afternoon (morning/afternoon/evening/night), this week, last week, this month, "
+    "last month, 3 days ago, an hour ago, 2026-09-01, 2026-09-01 14:30"
+)
+
+_Kind = Literal["period", "duration", "point"]
+
+
+class _Window(NamedTuple):
+    start: datetime
+    end: datetime
+    kind: _Kind
+
+
+_UNITS = {
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), "minutes"),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), "hours"),
+    **dict.fromkeys(("d", "day", "days"), "days"),
+    **dict.fromkeys(("w", "wk", "wks", "week", "weeks"), "weeks"),
+}
+_WEEKDAYS = {
+    **dict.fromkeys(("monday", "mon"), 0),
+    **dict.fromkeys(("tuesday", "tue", "tues"), 1),
+    **dict.fromkeys(("wednesday", "wed"), 2),
+    **dict.fromkeys(("thursday", "thu", "thur", "thurs"), 3),
+    **dict.fromkeys(("friday", "fri"), 4),
+    **dict.fromkeys(("saturday", "sat"), 5),
+    **dict.fromkeys(("sunday", "sun"), 6),
+}
+# Hours of the day; night ends at 24, i.e. the next local midnight.
+_PARTS = {"morning": (5, 12), "afternoon": (12, 17), "evening": (17, 22), "night": (20, 24)}
+
+_UNIT = "|".join(sorted(_UNITS, key=len, reverse=True))
+_WEEKDAY = "|".join(sorted(_WEEKDAYS, key=len, reverse=True))
+_PART = "|".join(_PARTS)
+_DURATION = re.compile(rf"(\d+) ?({_UNIT})")
+_AGO = re.compile(rf"(?:about )?(\d+|an?|one) ?({_UNIT}) ago")
+_DAY = re.compile(rf"(today|yesterday|this|(?:(?:last|past) )?(?:{_WEEKDAY}))(?: ({_PART}))?")
+_DATE = r"(\d{4})-(\d{1,2})-(\d{1,2})"
+_ISO_DATE = re.compile(_DATE)
+_CLOCK = r"(\d{1,2}):(\d{2})(?::(\d{2})(?:[.,]\d+)?)?"  # seconds and fractions are dropped
+_ISO_MINUTE = re.compile(rf"{_DATE}[t ]{_CLOCK} ?(z|[+-]\d{{2}}:?\d{{2}})?")
+
+
+def parse_when(text: str, *, now: datetime | None = None) -> tuple[datetime, datetime]:
+    """The half-open window ``[start, end)`` that ``text`` names, in the zone of ``now``.
+
+    ``now`` defaults to the current local time; a naive ``now`` is read as local time.
+    Durations end at ``now``; points (``3 days ago``) have ``start == end``.
+    Raises ``PhraseError`` (one line, quoting the input) for anything else.
+    """
+    window = _parse(text, _aware(now))
+    return window.start, window.end
+
+
+def resolve_window(
+    since: str | None = None,
+    until: str | None = None,
+    before: str | None = None,
+    *,
+    now: datetime | None = None,
+) -> tuple[datetime | None, datetime | None]:
+    """The ``[start, end)`` bounds of a search, timeline, delete or export; None = open.
+
+    - ``since`` alone: a period means that period (``since="tuesday"`` is all of Tuesday);
+      a duration or point means from its start until now, open-ended (``end`` None).
+    - ``until``: the end of a period (``until="yesterday"`` includes all of yesterday);
+      the instant of a point; the start of a duration (``until="2h"`` = until 2 hours ago).
+    - ``before``: the start of any phrase (``before="7d"`` = older than 7 days).
+    - Given together, ``since`` sets the start and ``until``/``before`` the end; with both
+      ``until`` and ``before`` the earlier bound wins, so the window satisfies both.
+    Returns ``(None, None)`` when nothing is given; raises ``PhraseError`` when the start
+    falls after the end, since such a window can only be a mistake.
+    """
+    if since is None and until is None and before is None:
+        return None, None
+    moment = _aware(now)  # one clock reading, so every phrase agrees on "today"
+    start: datetime | None = None
+    end: datetime | None = None
+    end_by = ""  # which argument set the end, for the error message
+    if since is not None:
+        window = _parse(since, moment)
+        start = window.start
+        if window.kind == "period" and until is None and before is None:
+            end = window.end
+    if until is not None:
+        window = _parse(until, moment)
+        end = window.end if window.kind == "period" else window.start
+        end_by = f"until {_quote(until)}"
+    if before is not None:
+        bound = _parse(before, moment).start
+        if end is None or _instant(bound) < _instant(end):
+            end, end_by = bound, f"before {_quote(before)}"
+    if start is not None and end is not None and _instant(start) > _instant(end):
+        raise PhraseError(f"empty window: since {_quote(since or '')} starts after {end_by} ends")
+    return start, end
+
+
+def _parse(text: str, now: datetime) -> _Window:
+    phrase = " ".join(text.lower().split())
+    try:
+        window = _match(phrase, now)
+    except (OverflowError, ValueError) as error:
+        # Impossible dates (2014-02-30) and spans outside datetime's years 1–9999.
+        reason = f"is not a valid date or time ({error})"
+        raise PhraseError(f"{_quote(text)} {reason}; {_forms()}") from None
+    if window is None:
+        raise PhraseError(f"{_quote(text)} is not a time phrase; {_forms()}")
+    return window
+
+
+def _match(phrase: str, now: datetime) -> _Window | None:
+    tz = _zone(now)
+    today = now.date()
+    if m := _DURATION.fullmatch(phrase):
+        return _Window(_back(now, int(m[1]), _UNITS[m[2]]), now, "duration")
+    if m := _AGO.fullmatch(phrase):
+        count = int(m[1]) if m[1].isdigit() else 1
+        point = _back(now, count, _UNITS[m[2]])
+        return _Window(point, point, "point")
+    if phrase == "last night":
+        return _day_window(today - timedelta(days=1), "night", tz)
+    if m := _DAY.fullmatch(phrase):
+        day, part = m[1], m[2]
+        if day == "this" and part is None:
+            return None  # "this" needs a part: "this morning"
+        return _day_window(_named_day(day, today), part, tz)
+    if phrase in ("this week", "last week"):
+        monday = today - timedelta(days=today.weekday())
+        if phrase == "last week":
+            monday -= timedelta(weeks=1)
+        return _Window(_midnight(monday, tz), _midnight(monday + timedelta(weeks=1), tz), "period")
+    if phrase in ("this month", "last month"):
+        first = today.replace(day=1)
+        if phrase == "last month":
+            first = (first - timedelta(days=1)).replace(day=1)
+        following = (first + timedelta(days=31)).replace(day=1)
+        return _Window(_midnight(first, tz), _midnight(following, tz), "period")
+    if m := _ISO_DATE.fullmatch(phrase):
+        return _day_window(date(int(m[1]), int(m[2]), int(m[3])), None, tz)
+    if m := _ISO_MINUTE.fullmatch(phrase):
+        return _minute_window(m, tz)
+    return None
+
+
+def _named_day(day: str, today: date) -> date:
+    if day in ("today", "this"):
+        return today
+    if day == "yesterday":
+        return today - timedelta(days=1)
+    weekday = _WEEKDAYS[day.split()[-1]]
+    # Strictly before today: 1..7 days back, so "tuesday" on a Tuesday is a week ago.
+    return today - timedelta(days=(today.weekday() - weekday - 1) % 7 + 1)
+
+
+def _day_window(day: date, part: str | None, tz: tzinfo) -> _Window:
+    first, last = _PARTS[part] if part else (0, 24)
+    return _Window(_wall(day, first, 0, tz), _wall(day, last, 0, tz), "period")
+
+
+def _minute_window(m: re.Match[str], tz: tzinfo) -> _Window:
+    year, month, day, hour, minute = (int(m[i]) for i in range(1, 6))
+    time(hour, minute, int(m[6] or 0))  # rejects 24:00, 14:75 and 14:30:61 (ValueError)
+    offset = m[7]
+    if offset is None:
+        start = _wall(date(year, month, day), hour, minute, tz)
+    else:
+        sign = -1 if offset[0] == "-" else 1
+        digits = offset[1:].replace(":", "")
+        given = (
+            UTC
+            if offset == "z"
+            else timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
+        )
+        start = datetime(year, month, day, hour, minute, tzinfo=given).astimezone(tz)
+    end = (start.astimezone(UTC) + timedelta(minutes=1)).astimezone(tz)
+    return _Window(start, end, "period")
+
+
+def _back(now: datetime, count: int, unit: str) -> datetime:
+    step = timedelta(**{unit: count})
+    if unit in ("minutes", "hours"):
+        # Elapsed time: "2h" is 7,200 s even across a DST change.
+        return (now.astimezone(UTC) - step).astimezone(_zone(now))
+    # Calendar steps: same wall-clock time N days back, then re-resolved in the zone.
+    return _normalize(now.replace(tzinfo=None) - step, _zone(now))
+
+
+def _wall(day: date, hour: int, minute: int, tz: tzinfo) -> datetime:
+    """Local wall-clock ``hour:minute`` on ``day``; hour 24 is the next midnight."""
+    return _normalize(datetime.combine(day, time(0)) + timedelta(hours=hour, minutes=minute), tz)
+
+
+def _midnight(day: date, tz: tzinfo) -> datetime:
+    return _wall(day, 0, 0, tz)
+
+
+def _normalize(naive: datetime, tz: tzinfo) -> datetime:
+    # The round trip through UTC moves a wall time that a DST gap skips (02:30 on a
+    # spring-forward day, or midnight in zones that switch at 00:00) to the real instant.
+    return naive.replace(tzinfo=tz).astimezone(UTC).astimezone(tz)
+
+
+def _instant(moment: datetime) -> datetime:
+    # Aware datetimes sharing a tzinfo compare by wall time, which is wrong across DST.
+    return moment.astimezone(UTC)
+
+
+def _zone(now: datetime) -> tzinfo:
+    assert now.tzinfo is not None  # _aware() guarantees it
+    return now.tzinfo
+
+
+def _aware(now: datetime | None) -> datetime:
+    if now is None:
+        return datetime.now(_system_zone())
+    if now.tzinfo is None or now.utcoffset() is None:
+        return now.replace(tzinfo=_system_zone())
+    return now
+
+
+def _system_zone() -> tzinfo:
+    """The local zone as a ZoneInfo when it can be found, so day lengths follow DST."""
+    key = os.environ.get("TZ", "").removeprefix(":")
+    if not key:
+        # /etc/localtime links into the zoneinfo tree; its key gives a named, cached zone.
+        key = os.path.realpath("/etc/localtime").partition("/zoneinfo/")[2]
+    try:
+        if key:
+            return ZoneInfo(key)
+        with open("/etc/localtime", "rb") as file:  # a copied file rather than a link
+            return ZoneInfo.from_file(file)
+    except (OSError, ValueError, ZoneInfoNotFoundError):
+        # A fixed offset is right for today but not across this zone's next DST change.
+        return datetime.now().astimezone().tzinfo or UTC
+
+
+def _quote(text: str) -> str:
+    # repr() escapes newlines, keeping the message on one line; long input is cut.
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+def _forms() -> str:
+    return f"accepted forms: {ACCEPTED_FORMS}"
