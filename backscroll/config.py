@@ -15,7 +15,14 @@ from backscroll.errors import ConfigError
 
 CONFIG_VERSION = 2
 
-PASSWORD_MANAGERS = ("1Password", "Bitwarden", "KeePassXC", "Keychain Access", "LastPass", "Dashlane")
+PASSWORD_MANAGERS = (
+    "1Password",
+    "Bitwarden",
+    "KeePassXC",
+    "Keychain Access",
+    "LastPass",
+    "Dashlane",
+)
 PRIVATE_BROWSING = ("Private Browsing", "Incognito", "InPrivate")
 DEFAULT_DENY = (*PASSWORD_MANAGERS, *PRIVATE_BROWSING)
 

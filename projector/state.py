@@ -99,6 +99,8 @@ class State(msgspec.Struct):
     config_origin: str = "default"
     config_changed_us: int = 0
     pause: Pause = msgspec.field(default_factory=Pause)
+    pauses: list[Pause] = []
+    """Past and current pauses (bounded), so a search can say capture was paused."""
     partitions: dict[str, FrameStats] = {}
     runs: list[DaemonRun] = []
     deletions: list[Deletion] = []
@@ -116,7 +118,14 @@ class State(msgspec.Struct):
                 self.config_changed_us = event.ts_us
             case CapturePaused():
                 self.pause = Pause(True, event.ts_us, event.until_us, event.origin, event.reason)
+                self.pauses.append(self.pause)
+                del self.pauses[:-KEEP_RUNS]
             case CaptureResumed():
+                if self.pause.paused and self.pauses:
+                    end = event.ts_us
+                    if self.pause.until_us is not None:
+                        end = min(end, self.pause.until_us)
+                    self.pauses[-1] = msgspec.structs.replace(self.pauses[-1], until_us=end)
                 self.pause = Pause(False, event.ts_us, None, event.origin)
             case DaemonStarted():
                 self.runs.append(DaemonRun(offset, event.pid, event.ts_us))

@@ -1,0 +1,48 @@
+# Backscroll's one task runner. `make install` sets up everything (system packages when run
+# as root, else it prints the apt-get line), `make test` runs lint, types and the tests.
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# Capture (X11 probe, screenshots, OCR, AT-SPI), the test desktop and the keyring daemon.
+APT_PACKAGES := xvfb openbox xdotool x11-utils tesseract-ocr tesseract-ocr-eng zenity xterm \
+	gnome-keyring at-spi2-core dbus dbus-x11 fonts-dejavu-core
+
+.PHONY: install system venv test lint unit bench run
+
+install: system venv
+
+system:
+	@missing=$$(for p in $(APT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
+	done); \
+	python3 -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
+	if [ -z "$$missing" ]; then echo "system packages: all present"; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends $$missing; \
+	else echo "missing system packages; run: sudo apt-get install $$missing"; exit 1; fi
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+lint:
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+unit:
+	$(PY) -m pytest -q
+
+test: lint unit
+
+bench:
+	$(PY) -m bench.eventlog
+	$(PY) -m bench.redact
+
+run:
+	@if [ -n "$$DISPLAY" ]; then $(VENV)/bin/backscroll start; else $(VENV)/bin/backscroll demo; fi

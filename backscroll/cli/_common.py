@@ -1,0 +1,69 @@
+"""Options and helpers every command shares."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from backscroll.errors import UsageError
+
+Home = Annotated[
+    Path | None,
+    typer.Option(
+        "--home",
+        help="Store folder (default ~/.backscroll or $BACKSCROLL_HOME).",
+        show_default=False,
+    ),
+]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+Since = Annotated[str | None, typer.Option("--since", help="Start: 2h, yesterday, tuesday, …")]
+Until = Annotated[str | None, typer.Option("--until", help="End (same forms as --since).")]
+App = Annotated[
+    str | None, typer.Option("--app", help="Only frames whose app or title contains this.")
+]
+
+
+def open_store(home: Path | None, catch_up: bool = True) -> Any:
+    from backscroll.store import MemoryStore
+
+    return MemoryStore(home, catch_up=catch_up)
+
+
+def window(
+    since: str | None, until: str | None, before: str | None = None
+) -> tuple[datetime | None, datetime | None]:
+    from query.phrases import resolve_window
+
+    return resolve_window(since, until, before)
+
+
+def emit_json(data: Any) -> None:
+    def default(value: Any) -> Any:
+        if isinstance(value, datetime):
+            return value.isoformat()
+        if isinstance(value, bytes):
+            return None
+        raise TypeError(type(value).__name__)
+
+    json.dump(data, sys.stdout, default=default, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def on_off(value: str | None, name: str) -> bool | None:
+    if value is None:
+        return None
+    lowered = value.lower()
+    if lowered in ("on", "true", "yes", "1"):
+        return True
+    if lowered in ("off", "false", "no", "0"):
+        return False
+    raise UsageError(f"{name} takes on or off, not {value!r}")
+
+
+def stamp(when: datetime) -> str:
+    return when.astimezone().strftime("%Y-%m-%d %H:%M:%S")

@@ -1,0 +1,18 @@
+"""The typer application: each group in its own module, mounted here."""
+
+from __future__ import annotations
+
+import typer
+
+from backscroll.cli.manage import register as register_manage
+from backscroll.cli.read import register as register_read
+
+app = typer.Typer(
+    name="backscroll",
+    help="A local, private, searchable memory of what you saw on your screen.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    add_completion=False,
+)
+register_read(app)
+register_manage(app)

@@ -1,0 +1,199 @@
+"""Commands that change the store: pause, resume, deny, config, clear, reindex, import."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from backscroll.cli._common import App, Home, Json, Since, emit_json, on_off, open_store, window
+from backscroll.errors import UsageError
+
+deny_app = typer.Typer(
+    help="Apps and titles that are never recorded.",
+    no_args_is_help=False,
+    invoke_without_command=True,
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(pause)
+    app.command()(resume)
+    app.add_typer(deny_app, name="deny")
+    app.command()(config)
+    app.command()(clear)
+    app.command()(reindex)
+    app.command("import")(import_)
+
+
+def pause(
+    duration: Annotated[str | None, typer.Argument(help="30m, 2h, … (omit: until resumed)")] = None,
+    home: Home = None,
+) -> None:
+    """Pause capture, optionally for a while."""
+    from backscroll.manage import pause as pause_
+    from backscroll.manage import pause_until
+
+    until = pause_until(duration)
+    with open_store(home) as store:
+        pause_(store, until)
+    shown = f"until {until.astimezone():%H:%M}" if until else "until resumed"
+    typer.echo(f"capture paused {shown}")
+
+
+def resume(home: Home = None) -> None:
+    """Resume capture."""
+    from backscroll.manage import resume as resume_
+
+    with open_store(home) as store:
+        resume_(store)
+    typer.echo("capture resumed")
+
+
+@deny_app.callback()
+def deny_default(ctx: typer.Context, home: Home = None) -> None:
+    """Apps and titles that are never recorded (a case-insensitive substring match)."""
+    if ctx.invoked_subcommand is None:
+        deny_list(home)
+
+
+@deny_app.command("list")
+def deny_list(home: Home = None) -> None:
+    """Show the deny list."""
+    with open_store(home) as store:
+        for pattern in store.config.deny_apps:
+            typer.echo(pattern)
+
+
+@deny_app.command("add")
+def deny_add(pattern: str, home: Home = None) -> None:
+    """Never record apps or windows whose name or title contains PATTERN."""
+    from backscroll.manage import deny
+
+    with open_store(home) as store:
+        deny(store, pattern, None)
+    typer.echo(f"denied: {pattern}")
+
+
+@deny_app.command("remove")
+def deny_remove(pattern: str, home: Home = None) -> None:
+    """Take PATTERN off the deny list."""
+    from backscroll.manage import deny
+
+    with open_store(home) as store:
+        deny(store, None, pattern)
+    typer.echo(f"no longer denied: {pattern}")
+
+
+def config(
+    trigger: Annotated[str | None, typer.Option(help="events or interval")] = None,
+    interval: Annotated[
+        float | None, typer.Option(help="Interval / idle fallback, seconds.")
+    ] = None,
+    poll: Annotated[float | None, typer.Option(help="Probe period, seconds (≥ 0.2).")] = None,
+    min_interval: Annotated[
+        float | None, typer.Option(help="Minimum gap between captures.")
+    ] = None,
+    redact: Annotated[str | None, typer.Option(help="on or off")] = None,
+    encrypt_text: Annotated[str | None, typer.Option(help="on or off")] = None,
+    encrypt_thumbnails: Annotated[str | None, typer.Option(help="on or off")] = None,
+    cap: Annotated[int | None, typer.Option(help="Storage cap, MB.")] = None,
+    retention: Annotated[int | None, typer.Option(help="Retention, days.")] = None,
+    hotkey: Annotated[
+        str | None, typer.Option(help="Pause hotkey, e.g. '<ctrl>+<alt>+m' ('' = off).")
+    ] = None,
+    home: Home = None,
+    json: Json = False,
+) -> None:
+    """Show the configuration, or change it (each change is an event in the log)."""
+    changes: dict[str, Any] = {
+        "trigger": trigger,
+        "interval_seconds": interval,
+        "poll_seconds": poll,
+        "min_interval_seconds": min_interval,
+        "redact": on_off(redact, "--redact"),
+        "encrypt_text": on_off(encrypt_text, "--encrypt-text"),
+        "encrypt_thumbnails": on_off(encrypt_thumbnails, "--encrypt-thumbnails"),
+        "storage_cap_mb": cap,
+        "retention_days": retention,
+        "pause_hotkey": hotkey,
+    }
+    changes = {k: v for k, v in changes.items() if v is not None}
+    with open_store(home) as store:
+        current = store.set_config("cli", **changes) if changes else store.config
+    data = current.to_dict()
+    if json:
+        emit_json(data)
+        return
+    for key, value in data.items():
+        shown = ", ".join(value) if isinstance(value, list | tuple) else value
+        typer.echo(f"{key}: {shown}")
+    if changes and {"redact", "encrypt_text", "encrypt_thumbnails"} & changes.keys():
+        typer.echo("new frames follow this now; run `backscroll reindex` to convert stored ones")
+
+
+def clear(
+    before: Annotated[str | None, typer.Option("--before", help="Everything before this.")] = None,
+    since: Since = None,
+    app: App = None,
+    yes: Annotated[bool, typer.Option("-y", "--yes", help="Do not ask for confirmation.")] = False,
+    home: Home = None,
+) -> None:
+    """Delete frames (everything when no scope is given); returns when the purge is done."""
+    from backscroll.manage import delete
+    from query.format import window_text
+
+    start, end = window(since, None, before)
+    scope = window_text(start, end) + (f", app~'{app}'" if app else "")
+    if not yes:
+        typer.confirm(f"Delete every frame in {scope}? This cannot be undone", abort=True)
+    with open_store(home) as store:
+        removed = delete(store, start=start, end=end, app=app)
+    typer.echo(f"deleted {removed} frame(s) in {scope}")
+
+
+def reindex(
+    views_only: Annotated[
+        bool, typer.Option("--views-only", help="Only rebuild the views.")
+    ] = False,
+    yes: Annotated[bool, typer.Option("-y", "--yes", help="Do not ask for confirmation.")] = False,
+    home: Home = None,
+) -> None:
+    """Rebuild the views from the log."""
+    from rich.progress import Progress
+
+    from backscroll.manage import rebuild_views
+
+    with open_store(home, catch_up=False) as store, Progress(transient=True) as bar:
+        task = bar.add_task("rebuilding views", total=None)
+        rebuild_views(store, lambda done, total: bar.update(task, completed=done, total=total))
+    typer.echo("views rebuilt")
+
+
+def import_(
+    source: Annotated[
+        str, typer.Argument(metavar="FILE|-", help="JSON Lines: ts, app, title, text.")
+    ],
+    skip_bad: Annotated[
+        bool, typer.Option("--skip-bad", help="Go on past malformed lines.")
+    ] = False,
+    home: Home = None,
+) -> None:
+    """Append frames from JSON Lines (ts, app, title, text, text_source, image)."""
+    from rich.progress import Progress
+
+    from backscroll.manage import import_frames
+
+    if source != "-" and not Path(source).is_file():
+        raise UsageError(f"no such file: {source}")
+    stream = sys.stdin if source == "-" else Path(source).open(encoding="utf-8")  # noqa: SIM115
+    with stream, open_store(home) as store, Progress(transient=True) as bar:
+        task = bar.add_task("importing", total=None)
+        result = import_frames(
+            store, stream, skip_bad=skip_bad, progress=lambda n: bar.update(task, completed=n)
+        )
+    for line in result.skipped:
+        typer.echo(f"skipped {line}", err=True)
+    typer.echo(f"imported {result.imported} frame(s)")

@@ -1,0 +1,182 @@
+"""Reading commands: search, timeline, show, status, log, verify."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from backscroll.cli._common import App, Home, Json, Since, Until, emit_json, open_store, window
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(search)
+    app.command()(timeline)
+    app.command()(show)
+    app.command()(status)
+    app.command("log")(audit_log)
+    app.command()(verify)
+
+
+def search(
+    query: Annotated[str, typer.Argument(help='Words (all must match), "phrases", prefix*.')],
+    since: Since = None,
+    until: Until = None,
+    app: App = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=1000)] = 15,
+    home: Home = None,
+    json: Json = False,
+) -> None:
+    """Search what was on screen, best match first."""
+    from query.format import search_text
+
+    start, end = window(since, until)
+    with open_store(home) as store:
+        hits = store.search(query, start=start, end=end, app=app, limit=limit)
+        why = None if hits else store.why_empty(start, end, app)
+    if json:
+        emit_json(
+            {
+                "query": query,
+                "start": start,
+                "end": end,
+                "app": app,
+                "why_empty": why,
+                "matches": [_hit_json(h) for h in hits],
+            }
+        )
+    else:
+        typer.echo(search_text(query, hits, start, end, app, why))
+
+
+def timeline(
+    since: Since = None,
+    until: Until = None,
+    app: App = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=10000)] = 50,
+    home: Home = None,
+    json: Json = False,
+) -> None:
+    """Frames in time order, consecutive frames of one window grouped."""
+    from query.format import timeline_text
+
+    start, end = window(since, until)
+    with open_store(home) as store:
+        hits = store.timeline(start=start, end=end, app=app, limit=limit)
+        why = None if hits else store.why_empty(start, end, app)
+    if json:
+        emit_json(
+            {
+                "start": start,
+                "end": end,
+                "app": app,
+                "why_empty": why,
+                "frames": [_hit_json(h) for h in hits],
+            }
+        )
+    else:
+        typer.echo(timeline_text(hits, start, end, app, why))
+
+
+def show(
+    frame_id: Annotated[int, typer.Argument(metavar="ID", help="Frame id (from search).")],
+    save: Annotated[
+        Path | None, typer.Option("--save", help="Write the decrypted thumbnail.")
+    ] = None,
+    home: Home = None,
+    json: Json = False,
+) -> None:
+    """A frame's full text and metadata; --save writes its decrypted thumbnail."""
+    from backscroll.errors import NotFoundError
+    from query.format import show_text
+
+    with open_store(home) as store:
+        hit = store.get(frame_id)
+        jpeg = store.thumbnail(hit) if save else None
+    if save:
+        if jpeg is None:
+            raise NotFoundError(f"frame #{frame_id} has no readable thumbnail")
+        save.write_bytes(jpeg)
+    if json:
+        emit_json(_hit_json(hit) | {"text": hit.text, "saved": str(save) if save else None})
+    else:
+        typer.echo(show_text(hit))
+        if save:
+            typer.echo(f"thumbnail written to {save}")
+
+
+def status(home: Home = None, json: Json = False) -> None:
+    """Daemon, capture, storage, trigger and encryption state."""
+    from backscroll.status import collect, render
+
+    with open_store(home) as store:
+        info = collect(store)
+    if json:
+        emit_json(info)
+    else:
+        typer.echo(render(info))
+
+
+def audit_log(
+    since: Since = None,
+    kind: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kind",
+            help="Event kind (repeatable): "
+            "config, pause, resume, delete, purged, reindex, rewritten, dstart, dstop, key.",
+        ),
+    ] = None,
+    home: Home = None,
+    json: Json = False,
+) -> None:
+    """Control events newest first: the audit trail (scopes, never content)."""
+    import msgspec
+
+    from backscroll.manage import audit
+    from query.format import _stamp
+
+    start, _ = window(since, None)
+    with open_store(home, catch_up=False) as store:
+        events = audit(store, start, set(kind) if kind else None)
+    rows = []
+    for offset, event in events:
+        data = msgspec.to_builtins(event)
+        rows.append({"offset": offset, **data})
+    if json:
+        emit_json(rows)
+        return
+    from datetime import UTC, datetime
+
+    for row in rows:
+        when = datetime.fromtimestamp(row.pop("ts_us") / 1e6, UTC)
+        kind_ = row.pop("k")
+        row.pop("v", None)
+        offset = row.pop("offset")
+        detail = "  ".join(f"{k}={v}" for k, v in row.items() if v not in (None, [], {}, ""))
+        typer.echo(f"#{offset:<6} {_stamp(when)}  {kind_:<9} {detail}")
+
+
+def verify(home: Home = None, json: Json = False) -> None:
+    """Check every segment, thumbnail and view against the log; exit 1 with a report."""
+    from backscroll.verify import verify_store
+
+    with open_store(home, catch_up=False) as store:
+        problems = verify_store(store)
+    if json:
+        emit_json({"healthy": not problems, "problems": problems})
+    else:
+        for problem in problems:
+            typer.echo(problem)
+        typer.echo("healthy" if not problems else f"{len(problems)} problem(s)")
+    if problems:
+        raise typer.Exit(1)
+
+
+def _hit_json(hit: object) -> dict[str, object]:
+    import msgspec
+
+    data: dict[str, object] = msgspec.to_builtins(hit)
+    data.pop("text", None)
+    return data

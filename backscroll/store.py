@@ -1,0 +1,205 @@
+"""``MemoryStore``: one home's log, views, key and thumbnails, behind one object.
+
+Reading keeps the views current first: when no daemon holds the views, the store catches
+them up itself; when a daemon does, it reads them as they are and ``lag`` says by how much
+they trail the log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from datetime import datetime
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from backscroll.config import Config, config_from_dict
+from backscroll.errors import BackscrollError, ConfigError, LockedError
+from backscroll.home import ensure_dir, private_umask, resolve_home, write_atomic
+from eventlog.events import ConfigChanged, Event, Origin
+from eventlog.log import Log
+from eventlog.segment import now_us
+from projector.runner import Layout, Progress, Projector
+from projector.state import State
+from query.search import Hit, Searcher, Window
+from query.views import ViewReader
+
+if TYPE_CHECKING:
+    from backscroll.crypto import FrameCrypto
+
+CONFIG_FILE = "config.json"
+CONFIG_HASH = "config.sha256"
+
+
+class MemoryStore:
+    """A Backscroll store. Use as a context manager; every method is safe to call from any
+    process while a daemon runs."""
+
+    def __init__(self, home: str | os.PathLike[str] | None = None, *, catch_up: bool = True):
+        private_umask()
+        self.home = ensure_dir(resolve_home(home))
+        self.layout = Layout(self.home)
+        self.log = Log(self.layout.log)
+        self.views = ViewReader(self.home)
+        self.lag = 0
+        self._take_config_edit()
+        if catch_up:
+            self.refresh()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Nothing stays open between calls; kept for the context-manager contract."""
+
+    # -- views -----------------------------------------------------------------------------
+
+    def projector(self) -> Projector:
+        """The views' writer; raises LockedError while another process (the daemon) has it."""
+        return Projector(self.home, self.log)
+
+    def refresh(self, progress: Progress | None = None) -> None:
+        """Catch the views up with the log, unless another process is doing so."""
+        try:
+            with self.projector() as projector:
+                projector.catch_up(progress)
+                self.lag = 0
+        except LockedError:
+            position = self.views.state().position
+            self.lag = max(0, self.log.next_offset() - 1 - position)
+
+    def state(self) -> State:
+        return self.views.state()
+
+    @property
+    def config(self) -> Config:
+        data = self.state().config
+        return config_from_dict(data) if data else Config()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @cached_property
+    def crypto(self) -> FrameCrypto | None:
+        """The frame cipher, or None when no key exists (or it cannot be reached)."""
+        from backscroll import keys
+
+        try:
+            key = keys.load_key(self.home, create=False)
+        except BackscrollError:
+            return None
+        if key is None:
+            return None
+        from backscroll.crypto import FrameCrypto
+
+        return FrameCrypto(key)
+
+    def _decrypt(self, frame_id: int, blob: bytes) -> str | None:
+        from backscroll.crypto import DecryptionError
+
+        if self.crypto is None:
+            return None
+        try:
+            return self.crypto.decrypt_text(frame_id, blob)
+        except DecryptionError:
+            return None
+
+    def searcher(self) -> Searcher:
+        blind = self.crypto.blind_token if self.crypto else None
+        return Searcher(self.views, self._decrypt, blind)
+
+    def search(
+        self,
+        query: str,
+        *,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        app: str | None = None,
+        limit: int = 15,
+    ) -> list[Hit]:
+        return self.searcher().search(query, Window(start, end), app, limit)
+
+    def timeline(
+        self,
+        *,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        app: str | None = None,
+        limit: int = 50,
+    ) -> list[Hit]:
+        return self.searcher().timeline(Window(start, end), app, limit)
+
+    def get(self, frame_id: int) -> Hit:
+        return self.searcher().get(frame_id)
+
+    def thumbnail(self, frame: Hit | int) -> bytes | None:
+        """The frame's JPEG, decrypted; None when it has none or the key is lost."""
+        hit = frame if isinstance(frame, Hit) else self.get(frame)
+        if not hit.thumb:
+            return None
+        try:
+            data = (self.home / hit.thumb).read_bytes()
+        except FileNotFoundError:
+            return None
+        if not hit.thumb_encrypted:
+            return data
+        if self.crypto is None:
+            return None
+        from backscroll.crypto import DecryptionError
+
+        try:
+            return self.crypto.decrypt_thumb(hit.id, data)
+        except DecryptionError:
+            return None
+
+    # -- appending control events ----------------------------------------------------------
+
+    def append(self, event: Event) -> int:
+        offset = self.log.append(event)
+        self.refresh()
+        return offset
+
+    def set_config(self, origin: Origin = "cli", **changes: Any) -> Config:
+        """Validate and record a config change; nothing changes when a value is invalid."""
+        config = self.config.replace(**changes)
+        self.append(ConfigChanged(ts_us=now_us(), config=config.to_dict(), origin=origin))
+        self.write_config_file(config)
+        return config
+
+    def write_config_file(self, config: Config) -> None:
+        data = (json.dumps(config.to_dict(), indent=2) + "\n").encode()
+        write_atomic(self.home / CONFIG_FILE, data)
+        write_atomic(self.home / CONFIG_HASH, hashlib.sha256(data).hexdigest().encode())
+
+    def _take_config_edit(self) -> None:
+        """A hand edit of config.json becomes a ConfigChanged event (origin "file"), taken in
+        before anything rewrites the file; an invalid edit is refused and reported."""
+        self.config_problem: str | None = None
+        path = self.home / CONFIG_FILE
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return
+        try:
+            known = (self.home / CONFIG_HASH).read_text()
+        except FileNotFoundError:
+            known = ""
+        if hashlib.sha256(data).hexdigest() == known:
+            return
+        try:
+            config = config_from_dict(json.loads(data))
+        except (ValueError, ConfigError) as exc:
+            self.config_problem = f"config.json edit refused ({exc}); the previous config stays"
+            return
+        self.log.append(ConfigChanged(ts_us=now_us(), config=config.to_dict(), origin="file"))
+        write_atomic(self.home / CONFIG_HASH, hashlib.sha256(data).hexdigest().encode())
+
+    def why_empty(
+        self, start: datetime | None, end: datetime | None, app: str | None
+    ) -> str | None:
+        from query.explain import why_empty
+
+        return why_empty(self.state(), self.config, start, end, app, now_us())

@@ -1,0 +1,52 @@
+"""``backscroll verify``: the log's framing and CRCs, thumbnails against their events, and
+each view's position and a sample of its documents against the log."""
+
+from __future__ import annotations
+
+import random
+
+from backscroll.store import MemoryStore
+from eventlog.events import FRAME_TYPE, FrameCaptured
+
+SAMPLE = 200
+
+
+def verify_store(store: MemoryStore) -> list[str]:
+    problems = [f"log: {p}" for p in store.log.verify()]
+    frames: list[FrameCaptured] = []
+    referenced: set[str] = set()
+    for _, event in store.log.read(types={FRAME_TYPE}):
+        assert isinstance(event, FrameCaptured)
+        frames.append(event)
+        if event.thumb:
+            referenced.add(event.thumb)
+            if not (store.home / event.thumb).exists():
+                problems.append(f"thumbnail missing for frame #{event.frame_id}: {event.thumb}")
+    thumbs = store.layout.thumbs
+    if thumbs.exists():
+        for path in thumbs.rglob("*.jpg*"):
+            rel = str(path.relative_to(store.home))
+            if rel not in referenced:
+                problems.append(f"thumbnail without a frame: {rel}")
+    tail = store.log.next_offset() - 1
+    state = store.state()
+    manifest = store.views.manifest()
+    if state.position > tail:
+        problems.append(f"state view position {state.position} is past the log tail {tail}")
+    if manifest is not None and manifest.position > tail:
+        problems.append(f"search view position {manifest.position} is past the log tail {tail}")
+    pending = state.pending_deletions()
+    searcher = store.searcher()
+    applied = min(state.position, manifest.position if manifest else -1)
+    candidates = [f for f in frames if f.frame_id <= applied]
+    for frame in random.Random(0).sample(candidates, min(SAMPLE, len(candidates))):
+        if pending:
+            break
+        try:
+            hit = searcher.get(frame.frame_id)
+        except Exception as exc:
+            problems.append(f"search view lacks frame #{frame.frame_id}: {exc}")
+            continue
+        if (hit.app, hit.title, hit.encrypted) != (frame.app, frame.title, frame.encrypted):
+            problems.append(f"search view document of frame #{frame.frame_id} differs from the log")
+    return problems

@@ -1,0 +1,83 @@
+"""Plain-text renderings shared by the CLI and the agent tools (the spec's output format)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from query.search import Hit
+
+
+def _stamp(when: datetime | None) -> str:
+    return when.astimezone().strftime("%Y-%m-%d %H:%M:%S") if when else "…"
+
+
+def window_text(start: datetime | None, end: datetime | None) -> str:
+    if start is None and end is None:
+        return "all time"
+    return f"{_stamp(start)} → {_stamp(end) if end else 'now'}"
+
+
+def search_text(
+    query: str,
+    hits: list[Hit],
+    start: datetime | None,
+    end: datetime | None,
+    app: str | None,
+    why_empty: str | None = None,
+) -> str:
+    head = f"Screen memory search '{query}' — {window_text(start, end)}"
+    if app:
+        head += f" — app~'{app}'"
+    lines = [head, f"{len(hits)} match(es), best first:"]
+    for hit in hits:
+        lines.append(f"  #{hit.id:<6} {_stamp(hit.when)}  [{hit.app}] — {hit.title}")
+        if hit.snippet:
+            lines.append(f"          {hit.snippet}")
+    if not hits and why_empty:
+        lines.append(f"  {why_empty}")
+    return "\n".join(lines)
+
+
+def timeline_text(
+    hits: list[Hit],
+    start: datetime | None,
+    end: datetime | None,
+    app: str | None,
+    why_empty: str | None = None,
+) -> str:
+    head = f"Screen memory timeline — {window_text(start, end)}"
+    if app:
+        head += f" — app~'{app}'"
+    lines = [head]
+    for group in group_hits(hits):
+        first, last = group[0], group[-1]
+        span = _stamp(first.when)
+        if len(group) > 1:
+            span += f" – {last.when.astimezone().strftime('%H:%M:%S')}"
+        ids = ", ".join(f"#{h.id}" for h in group)
+        lines.append(f"  {span}  [{first.app}] — {first.title}  ({ids})")
+    if not hits:
+        lines.append(f"  no frames{': ' + why_empty if why_empty else ''}")
+    return "\n".join(lines)
+
+
+def group_hits(hits: list[Hit]) -> list[list[Hit]]:
+    """Consecutive frames of one window, grouped: a day reads like a diary."""
+    groups: list[list[Hit]] = []
+    for hit in hits:
+        if groups and (groups[-1][-1].app, groups[-1][-1].title) == (hit.app, hit.title):
+            groups[-1].append(hit)
+        else:
+            groups.append([hit])
+    return groups
+
+
+def show_text(hit: Hit) -> str:
+    lines = [
+        f"#{hit.id}  {_stamp(hit.when)}  [{hit.app}] — {hit.title}",
+        f"text_source: {hit.text_source}   encrypted: {str(hit.encrypted).lower()}   "
+        f"reason: {hit.reason}   thumbnail: {'yes' if hit.thumb else 'no'}",
+        "",
+        hit.text or "",
+    ]
+    return "\n".join(lines)
