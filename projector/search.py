@@ -82,6 +82,7 @@ class SearchWriter:
         if manifest is None or manifest.schema != SCHEMA_VERSION:
             manifest = Manifest({})
         self.manifest = manifest
+        remove_strays(self.root, manifest)
         self._indexes: dict[str, tantivy.Index] = {}
         self._writers: dict[str, tantivy.IndexWriter] = {}
         self._dirty_upto = -1

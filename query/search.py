@@ -18,7 +18,7 @@ import msgspec
 
 from backscroll import tokens
 from backscroll.errors import NotFoundError
-from projector.schema import GRAM, partition_of, where_text
+from projector.schema import folded, partition_of
 from projector.state import Deletion, matches
 from query.parse import Term, parse_query
 from query.views import ViewReader
@@ -79,7 +79,7 @@ class Searcher:
             fetch = want * 2 + 8
             for score, address in searcher.search(tq, fetch, count=False).hits:
                 hit = self._hit(searcher.doc(address), score)
-                if self._visible(hit, app, pending) and self._confirm(hit, terms):
+                if self._visible(hit, pending) and self._confirm(hit, terms):
                     found.append(hit)
         found.sort(key=lambda h: (-h.score, -h.id))
         return [self._with_snippet(hit, terms) for hit in found[:limit]]
@@ -106,7 +106,7 @@ class Searcher:
             )
             for _, address in result.hits:
                 hit = self._hit(searcher.doc(address), 0.0)
-                if self._visible(hit, app, pending):
+                if self._visible(hit, pending):
                     out.append(hit)
             if len(out) >= limit:
                 break
@@ -125,7 +125,7 @@ class Searcher:
             for _, address in searcher.search(q, 1, count=False).hits:
                 doc = searcher.doc(address)
                 hit = self._hit(doc, 0.0)
-                if self._visible(hit, None, pending):
+                if self._visible(hit, pending):
                     hit.text = self._text(hit, doc)
                     return hit
         raise NotFoundError(f"no frame #{frame_id} (it may have been deleted or expired)")
@@ -168,9 +168,13 @@ class Searcher:
             )
             parts.append((tantivy.Occur.Must, rq))
         if app:
-            grams = _grams(where_text(app, "").strip())
-            for gram in grams:
-                parts.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, "where", gram)))
+            pattern = ".*" + _regex_literal(folded(app)) + ".*"
+            should = tantivy.Occur.Should
+            either = [
+                (should, tantivy.Query.regex_query(schema, field, pattern))
+                for field in ("app_lc", "title_lc")
+            ]
+            parts.append((tantivy.Occur.Must, tantivy.Query.boolean_query(either)))
         return tantivy.Query.boolean_query(parts) if parts else None
 
     # -- results ---------------------------------------------------------------------------
@@ -192,12 +196,8 @@ class Searcher:
             text=_raw_text(d),
         )
 
-    def _visible(self, hit: Hit, app: str | None, pending: list[Deletion]) -> bool:
-        """The exact app filter (the 3-grams only narrow), and tombstones not yet purged."""
-        if app:
-            needle = where_text(app, "").strip()
-            if needle not in where_text(hit.app, "") and needle not in where_text(hit.title, ""):
-                return False
+    def _visible(self, hit: Hit, pending: list[Deletion]) -> bool:
+        """Tombstones not yet purged hide their frames at once."""
         if pending:
             probe = _FrameView(hit)
             return not any(matches(d.scope, probe) for d in pending)  # type: ignore[arg-type]
@@ -282,10 +282,10 @@ def _term_query(
     return tantivy.Query.boolean_query(plain)
 
 
-def _grams(text: str) -> list[str]:
-    if len(text) < GRAM:
-        return []
-    return sorted({text[i : i + GRAM] for i in range(len(text) - GRAM + 1)})
+def _regex_literal(text: str) -> str:
+    r"""``text`` as a literal in Tantivy's (Rust) regex syntax: alphanumerics as they are,
+    everything else as ``\x{…}``, which that syntax accepts for any character."""
+    return "".join(c if c.isalnum() else f"\\x{{{ord(c):x}}}" for c in text)
 
 
 def _contains(words: list[str], phrase: tuple[str, ...]) -> bool:
