@@ -3,9 +3,10 @@
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# Capture (X11 probe, screenshots, OCR, AT-SPI), the test desktop and the keyring daemon.
+# Capture (X11 probe, screenshots, OCR, AT-SPI), the test desktop, the keyring daemon, and
+# Chromium for the test that opens the HTML export as a person would.
 APT_PACKAGES := xvfb openbox xdotool x11-utils tesseract-ocr tesseract-ocr-eng zenity xterm \
-	gnome-keyring at-spi2-core dbus dbus-x11 fonts-dejavu-core
+	gnome-keyring at-spi2-core dbus dbus-x11 fonts-dejavu-core chromium
 
 .PHONY: install system venv test lint unit bench run
 

@@ -164,15 +164,17 @@ def resume(store: MemoryStore, origin: Origin = "cli") -> None:
 
 
 def pause_until(duration: str | None, now: datetime | None = None) -> datetime | None:
-    """``30m``/``2h`` from now; None pauses until resumed."""
+    """``30m``/``2h`` from now; None pauses until resumed. Only durations are accepted: a
+    period such as ``yesterday`` is not a length of time."""
     if not duration:
         return None
     from query.phrases import parse_when
 
+    now = now or datetime.now(UTC).astimezone()
     start, end = parse_when(duration, now=now)
-    if end <= start:
+    if end != now or end <= start:
         raise UsageError(f"'{duration}' is not a duration (write e.g. 30m or 2h)")
-    return datetime.now(UTC) + (end - start)
+    return now + (end - start)
 
 
 def deny(store: MemoryStore, add: str | None, remove: str | None, origin: Origin = "cli") -> None:

@@ -113,6 +113,8 @@ class Searcher:
         out.sort(key=lambda h: (h.when, h.id), reverse=newest_first)
         out = out[:limit]
         out.sort(key=lambda h: (h.when, h.id))
+        for hit in out:
+            hit.text = None
         return out
 
     def get(self, frame_id: int) -> Hit:

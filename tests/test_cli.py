@@ -87,6 +87,7 @@ def test_prefix_phrase_and_app_filters_narrow_results(
         (["config", "--trigger", "sometimes"], "trigger"),
         (["config", "--redact", "maybe"], "on or off"),
         (["pause", "soon"], "accepted forms"),
+        (["pause", "yesterday"], "not a duration"),
     ],
 )
 def test_bad_input_is_one_clear_line_and_changes_nothing(

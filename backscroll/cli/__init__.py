@@ -8,25 +8,17 @@ from backscroll.cli.app import app
 
 
 def main() -> None:
+    """Usage errors are typer's (one usage line, exit 2); every Backscroll error is one line
+    on stderr and exit 1, never a traceback (locals would hold screen text and keys)."""
     from backscroll.errors import BackscrollError
 
     try:
-        app(standalone_mode=False)
+        app()
     except BackscrollError as exc:
         print(f"backscroll: {exc}", file=sys.stderr)
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
-    except Exception as exc:  # click's usage errors and aborts
-        import click
-
-        if isinstance(exc, click.exceptions.Abort):
-            print("backscroll: aborted", file=sys.stderr)
-            sys.exit(1)
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
 
 
 __all__ = ["app", "main"]

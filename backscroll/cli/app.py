@@ -6,6 +6,7 @@ import typer
 
 from backscroll.cli.manage import register as register_manage
 from backscroll.cli.read import register as register_read
+from backscroll.cli.recall import register as register_recall
 
 app = typer.Typer(
     name="backscroll",
@@ -16,3 +17,4 @@ app = typer.Typer(
 )
 register_read(app)
 register_manage(app)
+register_recall(app)

@@ -1,0 +1,451 @@
+"""``backscroll mcp``: the memory tools for agents, over stdio with the official ``mcp`` SDK.
+
+Tools:
+
+    memory                          read-only recall (search, show, timeline, status)
+    screen_memory_status            capture state, span and counts          } for agents written
+    screen_memory_recent_context    what was on screen in the last minutes  } against the
+    screen_memory_recent_segments   recent stretches of one window          } screen-memory spec
+    memory_manage                   only with --allow-manage: pause, resume, deny, config,
+                                    delete, export
+
+``export`` writes decrypted history to disk, so the server asks the person through the
+client (MCP elicitation) first. A client that cannot ask gets a refusal, unless the server
+was started with ``--allow-export``. Nothing here logs screen text: results go to the client
+only, and errors are one line.
+
+This module imports the SDK at the top; the CLI imports it only when ``mcp`` runs.
+"""
+
+import base64
+import json
+import os
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import (
+    AcceptedElicitation,
+    Context,
+    Elicit,
+    ElicitationResult,
+    MCPServer,
+    Resolve,
+)
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field, ValidationError
+
+from backscroll.errors import BackscrollError
+from backscroll.tools import (
+    MemoryManageTool,
+    MemoryTool,
+    ToolResult,
+    check_export,
+    describe_export,
+    error,
+)
+
+Home = str | os.PathLike[str] | None
+
+CONTEXT_MINUTES, CONTEXT_MAX_MINUTES = 5, 60
+CONTEXT_WINDOWS = 20  # entries in a recent-context answer: bounded, newest first
+EXCERPT_CHARS = 280
+SEGMENT_MINUTES, SEGMENT_MAX_MINUTES = 60, 24 * 60
+SEGMENTS, MAX_SEGMENTS = 20, 100
+# Frames read for the recent tools: an hour of events-mode capture is at most one frame per
+# 2 s (min_interval_seconds), 1,800 frames.
+RECENT_FRAMES = 2000
+
+INSTRUCTIONS = (
+    "Backscroll is a local, private memory of what was on this computer's screen. Call "
+    "screen_memory_status before relying on it; it may be paused or not running. Use memory "
+    "(search, show, timeline) to recall, and screen_memory_recent_context for the last few "
+    "minutes. Nothing leaves the machine; do not upload or share what you read unless the "
+    "user asks."
+)
+
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+DESTRUCTIVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
+
+# Resolver outcomes that are not a person's answer.
+NOT_EXPORT, INVALID, PREAPPROVED, CANNOT_ASK = "not-export", "invalid", "preapproved", "cannot-ask"
+
+
+class ExportApproval(BaseModel):
+    """The form an MCP client shows before an export."""
+
+    approve: bool = Field(
+        default=False,
+        title="Export decrypted screen history",
+        description="Write an unencrypted copy of the chosen frames (text and thumbnails).",
+    )
+
+
+def _d(text: str) -> Any:
+    return Field(description=text)
+
+
+PHRASES = "Time phrase: 2h, yesterday, tuesday, last week, this month, 2026-09-01, …"
+
+
+class BackscrollServer(MCPServer):
+    """Arguments that do not fit a tool's schema are reported on one line, like every other
+    error, rather than as pydantic's multi-line report."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in cause.errors()
+            )
+            raise ToolError(f"invalid arguments for {name}: {problems}") from cause
+
+
+def build_server(
+    home: Home = None, *, allow_manage: bool = False, allow_export: bool = False
+) -> MCPServer:
+    """The server with its tools; ``memory_manage`` only when ``allow_manage``."""
+    server = BackscrollServer(
+        "backscroll", instructions=INSTRUCTIONS, log_level="WARNING", version="0.1.0"
+    )
+    reader = MemoryTool(home)
+
+    @server.tool(annotations=READ_ONLY, structured_output=False)
+    async def memory(
+        action: Annotated[Literal["search", "show", "timeline", "status"], _d("What to do")],
+        query: Annotated[
+            str | None,
+            _d("Search terms (search). All terms must match; quote phrases; invoice* for prefix"),
+        ] = None,
+        since: Annotated[str | None, _d(f"Start of the window. {PHRASES}")] = None,
+        until: Annotated[str | None, _d("End of the window (same formats)")] = None,
+        app: Annotated[
+            str | None, _d("Only frames whose app name or window title contains this")
+        ] = None,
+        limit: Annotated[int, _d("Max results for search / timeline (1..1000)")] = 15,
+        id: Annotated[int | None, _d("Frame id (show)")] = None,
+        include_image: Annotated[bool, _d("Attach the decrypted thumbnail on show")] = True,
+    ) -> CallToolResult:
+        """Recall what was on screen: search (best match first), show one frame in full with
+        its thumbnail, a timeline, or the status. Read-only; everything stays local."""
+        params = MemoryTool.Params(
+            action=action,
+            query=query,
+            since=since,
+            until=until,
+            app=app,
+            limit=limit,
+            id=id,
+            include_image=include_image,
+        )
+        return to_mcp(await reader.execute(None, params))
+
+    @server.tool(annotations=READ_ONLY, structured_output=False)
+    async def screen_memory_status() -> CallToolResult:
+        """Whether screen memory is recording (capture state, daemon), the span it covers and
+        its counts. Call this before relying on screen memory."""
+        return await _json_tool(lambda: status_summary(home))
+
+    @server.tool(annotations=READ_ONLY, structured_output=False)
+    async def screen_memory_recent_context(
+        minutes: Annotated[
+            int, _d(f"How far back, in minutes (default 5, at most {CONTEXT_MAX_MINUTES})")
+        ] = CONTEXT_MINUTES,
+    ) -> CallToolResult:
+        """Bounded recent context: one entry per window seen in the last N minutes (app,
+        title, first and last time, a short text excerpt), newest first."""
+        return await _json_tool(lambda: recent_context(home, minutes))
+
+    @server.tool(annotations=READ_ONLY, structured_output=False)
+    async def screen_memory_recent_segments(
+        minutes: Annotated[
+            int, _d(f"How far back, in minutes (default 60, at most {SEGMENT_MAX_MINUTES})")
+        ] = SEGMENT_MINUTES,
+        limit: Annotated[
+            int, _d(f"Most segments to return (default 20, at most {MAX_SEGMENTS})")
+        ] = SEGMENTS,
+    ) -> CallToolResult:
+        """Recent segments: stretches of time in one window (app, title, start, end, frame
+        ids), newest first. Frame ids work with memory(action="show")."""
+        return await _json_tool(lambda: recent_segments(home, minutes, limit))
+
+    if allow_manage:
+        _add_manage(server, home, allow_export)
+    return server
+
+
+def _add_manage(server: MCPServer, home: Home, allow_export: bool) -> None:
+    manager = MemoryManageTool(home)
+
+    async def approve_export(
+        ctx: Context,
+        action: str,
+        since: str | None,
+        until: str | None,
+        app: str | None,
+        path: str | None,
+        format: str,
+        query: str | None,
+        thumbnails: bool,
+    ) -> Elicit[ExportApproval] | str:
+        """Ask the person through the client before an export; runs before the tool body."""
+        if action != "export":
+            return NOT_EXPORT
+        params = MemoryManageTool.Params(
+            action="export",
+            since=since,
+            until=until,
+            app=app,
+            path=path,
+            format=format,  # type: ignore[arg-type]
+            query=query,
+            thumbnails=thumbnails,
+        )
+        try:
+            check_export(params)
+        except BackscrollError:
+            return INVALID  # the tool body reports the problem; nobody is asked
+        if can_elicit(ctx):
+            message = f"Backscroll: an agent asks to {describe_export(params)}. Allow it?"
+            return Elicit(message, ExportApproval)
+        return PREAPPROVED if allow_export else CANNOT_ASK
+
+    @server.tool(annotations=DESTRUCTIVE, structured_output=False)
+    async def memory_manage(
+        action: Annotated[
+            Literal["pause", "resume", "deny", "config", "delete", "export"], _d("What to do")
+        ],
+        approval: Annotated[ElicitationResult[ExportApproval], Resolve(approve_export)],
+        duration: Annotated[
+            str | None, _d("pause length, e.g. 30m, 2h (omit: until resumed)")
+        ] = None,
+        deny_add: Annotated[str | None, _d("Deny-list pattern to add (deny)")] = None,
+        deny_remove: Annotated[str | None, _d("Deny-list pattern to remove (deny)")] = None,
+        interval_seconds: Annotated[float | None, _d("Capture interval (config)")] = None,
+        storage_cap_mb: Annotated[float | None, _d("Storage cap in MB (config)")] = None,
+        retention_days: Annotated[float | None, _d("Retention in days (config)")] = None,
+        trigger: Annotated[
+            Literal["events", "interval"] | None, _d("Capture trigger (config)")
+        ] = None,
+        redact: Annotated[bool | None, _d("Scrub secrets from new frames (config)")] = None,
+        encrypt_text: Annotated[bool | None, _d("Encrypt new frames' text (config)")] = None,
+        encrypt_thumbnails: Annotated[bool | None, _d("Encrypt new thumbnails (config)")] = None,
+        since: Annotated[str | None, _d(f"Scope for delete and export. {PHRASES}")] = None,
+        until: Annotated[str | None, _d("Scope end for delete and export")] = None,
+        app: Annotated[str | None, _d("Scope for delete and export: app or title")] = None,
+        confirm: Annotated[bool, _d("Required (true) for delete")] = False,
+        path: Annotated[
+            str | None,
+            _d("export: new or empty folder (default ~/Downloads/backscroll-export-<time>)"),
+        ] = None,
+        format: Annotated[
+            Literal["json", "csv", "html"],
+            _d("export: frames.json, frames.csv, or a browsable index.html"),
+        ] = "json",
+        query: Annotated[str | None, _d("export: only moments matching this search")] = None,
+        thumbnails: Annotated[bool, _d("export: include decrypted JPEG thumbnails")] = True,
+    ) -> CallToolResult:
+        """Change capture settings, delete or export history. delete needs a scope (since,
+        until or app) and confirm=true; export asks the person for approval first."""
+        params = MemoryManageTool.Params(
+            action=action,
+            duration=duration,
+            deny_add=deny_add,
+            deny_remove=deny_remove,
+            interval_seconds=interval_seconds,
+            storage_cap_mb=storage_cap_mb,
+            retention_days=retention_days,
+            trigger=trigger,
+            redact=redact,
+            encrypt_text=encrypt_text,
+            encrypt_thumbnails=encrypt_thumbnails,
+            since=since,
+            until=until,
+            app=app,
+            confirm=confirm,
+            path=path,
+            format=format,
+            query=query,
+            thumbnails=thumbnails,
+        )
+        if action == "export":
+            refusal = export_refusal(approval)
+            if refusal:
+                return to_mcp(error(refusal, approved=False))
+        return to_mcp(await manager.execute(_Verdict(action == "export"), params))
+
+
+class _Verdict:
+    """The approval decided by the resolver, handed to ``MemoryManageTool`` as its context."""
+
+    def __init__(self, approved: bool) -> None:
+        self.approved = approved
+
+    def approve(self, action: str, detail: str) -> bool:
+        return self.approved
+
+
+def export_refusal(approval: Any) -> str | None:
+    """Why an export may not run, or None when the person (or ``--allow-export``) allowed it."""
+    if not isinstance(approval, AcceptedElicitation):
+        said = {"decline": "declined", "cancel": "cancelled"}.get(approval.action, "refused")
+        return f"export refused: the person {said} it; nothing was written"
+    data = approval.data
+    if data == CANNOT_ASK:
+        return (
+            "export refused: this client cannot ask for approval (no elicitation support); "
+            "start `backscroll mcp --allow-manage --allow-export` to allow exports"
+        )
+    if data in (PREAPPROVED, INVALID):
+        return None  # INVALID: the tool's own check reports the problem
+    if isinstance(data, ExportApproval) and data.approve:
+        return None
+    return "export refused: not approved; nothing was written"
+
+
+def can_elicit(ctx: Context) -> bool:
+    """The client declared form elicitation (a bare ``elicitation: {}`` counts, as in the SDK)."""
+    capabilities = ctx.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+def to_mcp(result: ToolResult) -> CallToolResult:
+    """Text first, then each image attachment as image content; metadata as structured."""
+    content: list[ContentBlock] = [TextContent(type="text", text=result.output)]
+    for attachment in result.attachments:
+        if attachment.media_type.startswith("image/"):
+            data = base64.b64encode(attachment.data).decode()
+            content.append(ImageContent(type="image", data=data, mime_type=attachment.media_type))
+    return CallToolResult(
+        content=content, structured_content=result.metadata, is_error=result.is_error
+    )
+
+
+async def _json_tool(work: Callable[[], dict[str, Any]]) -> CallToolResult:
+    import asyncio
+
+    try:
+        data = await asyncio.to_thread(work)
+    except BackscrollError as exc:
+        return to_mcp(error(str(exc)))
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def status_summary(home: Home) -> dict[str, Any]:
+    """``screen_memory_status``: is it recording, what span, how many frames."""
+    from backscroll.status import collect
+    from backscroll.store import MemoryStore
+
+    with MemoryStore(home) as store:
+        info = collect(store)
+    daemon = info["daemon"]["state"]
+    return {
+        "recording": daemon == "running" and info["capture"] == "active",
+        "capture": info["capture"],
+        "daemon": daemon,
+        "local_only": True,
+        "frames": info["frames"],
+        "oldest": info["oldest"],
+        "newest": info["newest"],
+        "apps": info["apps"],
+        "text_sources": info["text_sources"],
+        "thumbnails": info["thumbnails"],
+        "encrypt_text": info["encrypt_text"],
+        "encrypt_thumbnails": info["encrypt_thumbnails"],
+        "retention_days": info["retention_days"],
+    }
+
+
+def recent_context(home: Home, minutes: int = CONTEXT_MINUTES) -> dict[str, Any]:
+    """``screen_memory_recent_context``: one entry per window of the last ``minutes``."""
+    from backscroll.store import MemoryStore
+
+    minutes = _clamp(minutes, 1, CONTEXT_MAX_MINUTES)
+    start = datetime.now().astimezone() - timedelta(minutes=minutes)
+    with MemoryStore(home) as store:
+        hits = _recent(store, start)
+        windows: dict[tuple[str, str], list[Any]] = {}
+        for hit in hits:
+            windows.setdefault((hit.app, hit.title), []).append(hit)
+        latest = sorted(windows.values(), key=lambda g: (g[-1].when, g[-1].id), reverse=True)
+        entries = [
+            {
+                "app": group[-1].app,
+                "title": group[-1].title,
+                "start": _iso(group[0].when),
+                "end": _iso(group[-1].when),
+                "frames": len(group),
+                "id": group[-1].id,
+                "excerpt": _excerpt(store.get(group[-1].id).text or ""),
+            }
+            for group in latest[:CONTEXT_WINDOWS]
+        ]
+        why = None if hits else store.why_empty(start, None, None)
+    return {
+        "minutes": minutes,
+        "since": _iso(start),
+        "windows": entries,
+        "more_windows": max(0, len(latest) - CONTEXT_WINDOWS),
+        "why_empty": why,
+    }
+
+
+def recent_segments(
+    home: Home, minutes: int = SEGMENT_MINUTES, limit: int = SEGMENTS
+) -> dict[str, Any]:
+    """``screen_memory_recent_segments``: consecutive frames of one window, newest first."""
+    from backscroll.store import MemoryStore
+    from query.format import group_hits
+
+    minutes = _clamp(minutes, 1, SEGMENT_MAX_MINUTES)
+    limit = _clamp(limit, 1, MAX_SEGMENTS)
+    start = datetime.now().astimezone() - timedelta(minutes=minutes)
+    with MemoryStore(home) as store:
+        hits = _recent(store, start)
+        why = None if hits else store.why_empty(start, None, None)
+    segments = [
+        {
+            "app": group[0].app,
+            "title": group[0].title,
+            "start": _iso(group[0].when),
+            "end": _iso(group[-1].when),
+            "frame_ids": [h.id for h in group],
+        }
+        for group in group_hits(hits)[::-1][:limit]
+    ]
+    return {"minutes": minutes, "since": _iso(start), "segments": segments, "why_empty": why}
+
+
+def _recent(store: Any, start: datetime) -> list[Any]:
+    """The latest frames since ``start``, oldest first. The timeline's latest-N read stops at
+    the newest partitions; a window bound would read from its start instead."""
+    return [hit for hit in store.timeline(limit=RECENT_FRAMES) if hit.when >= start]
+
+
+def _clamp(value: int, lo: int, hi: int) -> int:
+    return max(lo, min(hi, int(value)))
+
+
+def _iso(when: datetime) -> str:
+    return when.astimezone().isoformat(timespec="seconds")
+
+
+def _excerpt(text: str) -> str:
+    folded = " ".join(text.split())
+    return folded if len(folded) <= EXCERPT_CHARS else folded[: EXCERPT_CHARS - 1] + "…"
+
+
+def serve(home: Home = None, *, allow_manage: bool = False, allow_export: bool = False) -> None:
+    """Serve over stdio until the client closes the connection."""
+    build_server(home, allow_manage=allow_manage, allow_export=allow_export).run("stdio")

@@ -1,0 +1,288 @@
+"""The MCP server, through the SDK's own client: in process, and once over a real stdio
+subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import sys
+from collections.abc import Awaitable, Callable, Coroutine
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult, ElicitResult, ImageContent, TextContent
+
+from backscroll.manage import import_frames
+from backscroll.store import MemoryStore
+from query.mcp_server import build_server
+
+T = TypeVar("T")
+READ_TOOLS = {
+    "memory",
+    "screen_memory_status",
+    "screen_memory_recent_context",
+    "screen_memory_recent_segments",
+}
+
+
+def ago(minutes: float) -> str:
+    return (datetime.now().astimezone() - timedelta(minutes=minutes)).isoformat()
+
+
+@pytest.fixture
+def home(backscroll_home: Path, tmp_path: Path) -> Path:
+    """Two old frames with a thumbnail, and a recent stretch: editor, terminal, editor."""
+    from PIL import Image
+
+    png = tmp_path / "screen.png"
+    Image.new("RGB", (80, 50), (10, 160, 90)).save(png)
+    rows = [
+        {
+            "ts": "2026-11-24T16:42:10",
+            "app": "Terminal",
+            "title": "zsh",
+            "text": "npm ERR! Error: connect ECONNREFUSED",
+            "image": str(png),
+        },
+        {"ts": "2026-11-25T09:00:00", "app": "Slack", "title": "general", "text": "quokka"},
+        {"ts": ago(40), "app": "Firefox", "title": "Grafana", "text": "latency p99 dashboard"},
+        {"ts": ago(3.0), "app": "Code", "title": "app.py", "text": "def handler(): pass  " * 40},
+        {"ts": ago(2.5), "app": "Code", "title": "app.py", "text": "def handler(): return 1"},
+        {"ts": ago(2.0), "app": "Terminal", "title": "pytest", "text": "3 passed in 0.4s"},
+        {"ts": ago(1.0), "app": "Code", "title": "app.py", "text": "def handler(): return 2"},
+    ]
+    with MemoryStore() as store:
+        import_frames(store, [json.dumps(r) for r in rows])
+    return backscroll_home
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+async def call(server: Any, tool: str, arguments: dict[str, Any], **client: Any) -> CallToolResult:
+    async with Client(server, **client) as c:
+        return await c.call_tool(tool, arguments)
+
+
+def text(result: CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+def one_line_error(result: CallToolResult) -> str:
+    assert result.is_error
+    assert "\n" not in text(result)
+    return text(result)
+
+
+def test_read_only_tools_are_listed_and_manage_is_absent_without_the_flag(home: Path) -> None:
+    async def names(server: Any) -> dict[str, Any]:
+        async with Client(server) as c:
+            return {t.name: t for t in (await c.list_tools()).tools}
+
+    tools = run(names(build_server(home)))
+    assert set(tools) == READ_TOOLS
+    for tool in tools.values():
+        assert tool.annotations and tool.annotations.read_only_hint is True
+        assert tool.annotations.open_world_hint is False
+    schema = tools["memory"].input_schema
+    assert list(schema["properties"]) == [
+        "action",
+        "query",
+        "since",
+        "until",
+        "app",
+        "limit",
+        "id",
+        "include_image",
+    ]
+    assert schema["properties"]["limit"]["default"] == 15
+    refused = run(call(build_server(home), "memory_manage", {"action": "resume"}))
+    assert refused.is_error and "memory_manage" in text(refused)
+
+    managed = run(names(build_server(home, allow_manage=True)))
+    assert set(managed) == READ_TOOLS | {"memory_manage"}
+    manage = managed["memory_manage"]
+    assert manage.annotations and manage.annotations.destructive_hint is True
+    assert manage.annotations.read_only_hint is False
+    properties = manage.input_schema["properties"]
+    assert "approval" not in properties  # filled by the server, never by the agent
+    assert properties["format"]["default"] == "json" and properties["confirm"]["default"] is False
+
+
+def test_memory_search_returns_the_spec_output_and_ids(home: Path) -> None:
+    arguments = {"action": "search", "query": "error", "since": "2026-11-24"}
+    result = run(call(build_server(home), "memory", arguments))
+    lines = text(result).splitlines()
+    assert lines[0] == "Screen memory search 'error' — 2026-11-24 00:00:00 → 2026-11-25 00:00:00"
+    assert lines[1] == "1 match(es), best first:"
+    assert "[Terminal] — zsh" in lines[2]
+    assert result.structured_content and len(result.structured_content["ids"]) == 1
+
+
+def test_memory_show_returns_text_and_the_jpeg_as_image_content(home: Path) -> None:
+    server = build_server(home)
+    found = run(call(server, "memory", {"action": "search", "query": "ECONNREFUSED"}))
+    assert found.structured_content
+    [frame_id] = found.structured_content["ids"]
+    shown = run(call(server, "memory", {"action": "show", "id": frame_id}))
+    assert "npm ERR! Error: connect ECONNREFUSED" in text(shown)
+    [image] = shown.content[1:]
+    assert isinstance(image, ImageContent) and image.mime_type == "image/jpeg"
+    assert base64.b64decode(image.data)[:3] == b"\xff\xd8\xff"
+    assert shown.structured_content and shown.structured_content["text_source"] == "ocr"
+
+
+def test_bad_arguments_and_bad_ids_are_one_line_errors(home: Path) -> None:
+    server = build_server(home)
+    assert "no frame #424242" in one_line_error(
+        run(call(server, "memory", {"action": "show", "id": 424242}))
+    )
+    assert "not a time phrase" in one_line_error(
+        run(call(server, "memory", {"action": "timeline", "since": "whenever"}))
+    )
+    wrong = one_line_error(run(call(server, "memory", {"action": "dance", "limit": "many"})))
+    assert wrong.startswith("invalid arguments for memory: action: ") and "limit" in wrong
+
+
+def test_screen_memory_status_reports_state_span_and_counts(home: Path) -> None:
+    result = run(call(build_server(home), "screen_memory_status", {}))
+    data = json.loads(text(result))
+    assert data == result.structured_content
+    assert data["frames"] == 7 and data["recording"] is False and data["local_only"] is True
+    assert data["capture"] == "active" and data["daemon"] == "not running"
+    assert data["oldest"].startswith("2026-11-24")
+
+
+def test_recent_context_gives_one_entry_per_window_in_the_last_minutes(home: Path) -> None:
+    server = build_server(home)
+    data = run(call(server, "screen_memory_recent_context", {})).structured_content
+    assert data and data["minutes"] == 5
+    entries = data["windows"]
+    assert [(e["app"], e["title"], e["frames"]) for e in entries] == [
+        ("Code", "app.py", 3),
+        ("Terminal", "pytest", 1),
+    ]
+    code = entries[0]
+    assert code["start"] < code["end"] and code["excerpt"] == "def handler(): return 2"
+    wide = run(call(server, "screen_memory_recent_context", {"minutes": 600})).structured_content
+    assert wide and wide["minutes"] == 60  # at most an hour
+    assert [e["app"] for e in wide["windows"]] == ["Code", "Terminal", "Firefox"]
+    assert all(len(e["excerpt"]) <= 280 for e in wide["windows"])
+
+
+def test_recent_segments_are_stretches_of_one_window_without_paths(home: Path) -> None:
+    result = run(call(build_server(home), "screen_memory_recent_segments", {"minutes": 10}))
+    data = result.structured_content
+    assert data
+    segments = [(s["app"], s["title"], len(s["frame_ids"])) for s in data["segments"]]
+    assert segments == [("Code", "app.py", 1), ("Terminal", "pytest", 1), ("Code", "app.py", 2)]
+    assert all(s["start"] <= s["end"] for s in data["segments"])
+    assert "thumbs" not in text(result) and str(home) not in text(result)
+
+
+def test_manage_delete_needs_confirm_over_mcp(home: Path) -> None:
+    server = build_server(home, allow_manage=True)
+    refused = run(call(server, "memory_manage", {"action": "delete", "app": "Slack"}))
+    assert "confirm=true" in one_line_error(refused)
+    done = run(call(server, "memory_manage", {"action": "delete", "app": "Slack", "confirm": True}))
+    assert text(done) == "Deleted 1 frame(s) in all time, app~'Slack'."
+
+
+# -- export through elicitation -----------------------------------------------------------------
+
+Elicitation = Callable[[Any, Any], Awaitable[ElicitResult]]
+
+
+def answering(action: str, content: dict[str, Any] | None, asked: list[str]) -> Elicitation:
+    async def elicit(context: Any, params: Any) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action=action, content=content)  # type: ignore[arg-type]
+
+    return elicit
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # 2026-07-28 input_required; 2025 requests
+def test_export_runs_when_the_person_accepts(home: Path, tmp_path: Path, mode: str) -> None:
+    asked: list[str] = []
+    out = tmp_path / "export"
+    arguments = {"action": "export", "path": str(out), "format": "html", "app": "Code"}
+    elicit = answering("accept", {"approve": True}, asked)
+    server = build_server(home, allow_manage=True)
+    result = run(call(server, "memory_manage", arguments, mode=mode, elicitation_callback=elicit))
+    assert not result.is_error, text(result)
+    assert text(result).startswith("Exported 3 frame(s)") and (out / "index.html").is_file()
+    [message] = asked
+    assert "decrypted copy" in message and "app~'Code'" in message and str(out) in message
+
+
+@pytest.mark.parametrize(
+    ("action", "content", "reason"),
+    [
+        ("decline", None, "declined"),
+        ("cancel", None, "cancelled"),
+        ("accept", {"approve": False}, "not approved"),
+    ],
+)
+def test_export_is_refused_when_the_person_says_no(
+    home: Path, tmp_path: Path, action: str, content: dict[str, Any] | None, reason: str
+) -> None:
+    asked: list[str] = []
+    out = tmp_path / "export"
+    server = build_server(home, allow_manage=True, allow_export=True)
+    elicit = answering(action, content, asked)
+    arguments = {"action": "export", "path": str(out)}
+    result = run(call(server, "memory_manage", arguments, elicitation_callback=elicit))
+    assert reason in one_line_error(result) and len(asked) == 1 and not out.exists()
+
+
+def test_export_without_elicitation_is_refused_unless_allowed(home: Path, tmp_path: Path) -> None:
+    out = tmp_path / "export"
+    arguments = {"action": "export", "path": str(out)}
+    refused = run(call(build_server(home, allow_manage=True), "memory_manage", arguments))
+    assert "--allow-export" in one_line_error(refused) and not out.exists()
+    allowed = build_server(home, allow_manage=True, allow_export=True)
+    result = run(call(allowed, "memory_manage", arguments))
+    assert not result.is_error and json.loads((out / "frames.json").read_text())["frames"]
+
+
+def test_a_bad_export_is_reported_without_asking(home: Path, tmp_path: Path) -> None:
+    asked: list[str] = []
+    elicit = answering("accept", {"approve": True}, asked)
+    arguments = {"action": "export", "path": str(tmp_path / "x"), "since": "someday"}
+    server = build_server(home, allow_manage=True)
+    result = run(call(server, "memory_manage", arguments, elicitation_callback=elicit))
+    assert "not a time phrase" in one_line_error(result) and asked == []
+
+
+# -- a real stdio subprocess --------------------------------------------------------------------
+
+
+def test_backscroll_mcp_serves_over_stdio(home: Path) -> None:
+    import typer
+
+    from backscroll.cli import app
+
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    assert "mcp" in commands, "backscroll/cli/app.py must register backscroll.cli.recall"
+    command = Path(sys.executable).with_name("backscroll")
+    params = StdioServerParameters(
+        command=str(command),
+        args=["mcp", "--home", str(home)],
+    )
+
+    async def session() -> tuple[set[str], CallToolResult]:
+        async with Client(params) as c:
+            names = {t.name for t in (await c.list_tools()).tools}
+            found = await c.call_tool("memory", {"action": "search", "query": "quokka"})
+            return names, found
+
+    names, found = run(asyncio.wait_for(session(), timeout=30))
+    assert names == READ_TOOLS
+    assert "1 match(es), best first:" in text(found) and "[Slack] — general" in text(found)
