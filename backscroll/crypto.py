@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import zstandard
 
-from backscroll.errors import StoreError
+from backscroll.errors import DecryptionError, StoreError
 from backscroll.tokens import normalize, words
 
 if TYPE_CHECKING:
@@ -52,13 +52,6 @@ _THUMB_LABEL = b"backscroll thumb v1"
 _BLIND_LABEL = b"backscroll blind v1"
 
 _MAX_FRAME_ID = 2**64 - 1
-
-
-class DecryptionError(StoreError):
-    """A sealed text or thumbnail does not open: wrong key, changed bytes, or moved blob.
-
-    Callers show the frame with empty text or no image and carry on.
-    """
 
 
 class FrameCrypto:

@@ -8,6 +8,7 @@
     ├── NotFoundError                a frame id or file that does not exist
     ├── StoreError                   the store on disk is unusable
     │   ├── CorruptionError          a segment or view whose bytes fail their checks
+    │   ├── DecryptionError          a ciphertext that does not open (wrong key, tampered, moved)
     │   └── LockedError              another process holds a lock this operation needs
     ├── KeyUnavailableError          the encryption key is missing, changed or unreachable
     └── CaptureError                 the platform cannot capture (no display, missing OCR)
@@ -47,6 +48,10 @@ class StoreError(BackscrollError):
 
 class CorruptionError(StoreError):
     pass
+
+
+class DecryptionError(StoreError):
+    """Callers show the frame with empty text or no image and carry on."""
 
 
 class LockedError(StoreError):

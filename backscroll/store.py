@@ -98,7 +98,7 @@ class MemoryStore:
         return FrameCrypto(key)
 
     def _decrypt(self, frame_id: int, blob: bytes) -> str | None:
-        from backscroll.crypto import DecryptionError
+        from backscroll.errors import DecryptionError
 
         if self.crypto is None:
             return None
@@ -148,7 +148,7 @@ class MemoryStore:
             return data
         if self.crypto is None:
             return None
-        from backscroll.crypto import DecryptionError
+        from backscroll.errors import DecryptionError
 
         try:
             return self.crypto.decrypt_thumb(hit.id, data)

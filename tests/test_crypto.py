@@ -10,8 +10,8 @@ import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backscroll.crypto import BLIND_TOKEN_BYTES, FORMAT_VERSION, DecryptionError, FrameCrypto
-from backscroll.errors import StoreError
+from backscroll.crypto import BLIND_TOKEN_BYTES, FORMAT_VERSION, FrameCrypto
+from backscroll.errors import DecryptionError, StoreError
 from backscroll.tokens import words
 
 KEY = bytes(range(32))
