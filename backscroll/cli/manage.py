@@ -156,20 +156,32 @@ def clear(
 
 def reindex(
     views_only: Annotated[
-        bool, typer.Option("--views-only", help="Only rebuild the views.")
+        bool, typer.Option("--views-only", help="Only rebuild the views from the log.")
     ] = False,
     yes: Annotated[bool, typer.Option("-y", "--yes", help="Do not ask for confirmation.")] = False,
     home: Home = None,
 ) -> None:
-    """Rebuild the views from the log."""
+    """Re-encrypt / decrypt / redact stored frames under the current config (or only rebuild
+    the views); safe to interrupt and run again."""
     from rich.progress import Progress
 
     from backscroll.manage import rebuild_views
+    from backscroll.reindex import reindex as rewrite
 
+    if not views_only and not yes:
+        typer.confirm("Rewrite every stored frame under the current config?", abort=True)
     with open_store(home, catch_up=False) as store, Progress(transient=True) as bar:
-        task = bar.add_task("rebuilding views", total=None)
-        rebuild_views(store, lambda done, total: bar.update(task, completed=done, total=total))
-    typer.echo("views rebuilt")
+        task = bar.add_task("rebuilding views" if views_only else "rewriting frames", total=None)
+
+        def step(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        if views_only:
+            rebuild_views(store, step)
+            typer.echo("views rebuilt")
+            return
+        counts = rewrite(store, step)
+    typer.echo("reindexed: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 
 
 def import_(

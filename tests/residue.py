@@ -1,0 +1,58 @@
+"""Scanning a whole store for words: raw bytes, every zstd block decompressed, and each
+Tantivy index asked for the words' document frequency (which still counts soft deletes)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from eventlog.format import SEALED_SUFFIX
+from eventlog.segment import read_sealed
+from projector.search import open_index
+
+
+def readable_bytes(home: Path) -> list[tuple[str, bytes]]:
+    """Every file's bytes, plus the decompressed records of each sealed segment."""
+    out = []
+    for root, _, files in os.walk(home):
+        for name in files:
+            path = Path(root, name)
+            out.append((str(path), path.read_bytes()))
+            if name.endswith(SEALED_SUFFIX):
+                for record in read_sealed(path):
+                    out.append((f"{path}#{record.offset}", record.payload))
+    return out
+
+
+def files_containing(home: Path, word: str) -> list[str]:
+    needle = word.encode()
+    return [where for where, data in readable_bytes(home) if needle in data]
+
+
+def index_doc_freq(home: Path, field: str, word: str) -> int:
+    total = 0
+    search = home / "views" / "search"
+    if not search.exists():
+        return 0
+    for entry in search.iterdir():
+        if entry.is_dir():
+            total += open_index(entry).searcher().doc_freq(field, word)
+    return total
+
+
+def stray_segment_files(home: Path) -> list[str]:
+    """Files in an index folder that its meta.json does not list."""
+    import json
+
+    stray = []
+    search = home / "views" / "search"
+    for entry in search.iterdir() if search.exists() else []:
+        if not entry.is_dir():
+            continue
+        meta = json.loads((entry / "meta.json").read_text())
+        live = {s["segment_id"].replace("-", "") for s in meta["segments"]}
+        for file in entry.iterdir():
+            stem = file.name.split(".", 1)[0]
+            if len(stem) == 32 and stem not in live:
+                stray.append(str(file))
+    return stray

@@ -1,0 +1,154 @@
+"""Encryption at rest, blind-token search, reindex, and deletion that leaves no residue."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from backscroll.manage import delete, import_frames, rebuild_views
+from backscroll.reindex import reindex
+from backscroll.store import MemoryStore
+from capture.housekeeping import housekeep
+from tests.residue import files_containing, index_doc_freq, stray_segment_files
+
+NOW = datetime.now(UTC)
+
+
+def frame(days_ago: float, app: str, title: str, text: str, image: Path | None = None) -> str:
+    row = {
+        "ts": (NOW - timedelta(days=days_ago)).isoformat(),
+        "app": app,
+        "title": title,
+        "text": text,
+    }
+    if image:
+        row["image"] = str(image)
+    return json.dumps(row)
+
+
+@pytest.fixture
+def picture(tmp_path: Path) -> Path:
+    path = tmp_path / "shot.png"
+    Image.new("RGB", (64, 48), (200, 30, 30)).save(path)
+    return path
+
+
+def test_encrypted_text_is_unreadable_on_disk_yet_found_by_exact_word(
+    backscroll_home: Path, picture: Path
+) -> None:
+    with MemoryStore() as store:
+        store.set_config(encrypt_text=True)
+        import_frames(
+            store,
+            [
+                frame(1, "Terminal", "zsh", "connection zanzibarite refused by upstream", picture),
+                frame(1, "Editor", "notes", "plain words about marmalade"),
+            ],
+        )
+        assert [h.app for h in store.search("zanzibarite")] == ["Terminal"]
+        assert store.search("zanzib*") == []  # no prefix search on encrypted text
+        assert [h.app for h in store.search('"refused by upstream"')] == ["Terminal"]
+        assert store.search('"upstream by"') == []  # phrase order re-checked after decryption
+        hit = store.get(store.search("zanzibarite")[0].id)
+        assert hit.encrypted and "zanzibarite" in (hit.text or "")
+        assert store.thumbnail(hit)[:2] == b"\xff\xd8"
+    for word in ("zanzibarite", "upstream"):
+        assert files_containing(backscroll_home, word) == []
+        assert index_doc_freq(backscroll_home, "text", word) == 0
+
+
+def test_a_lost_key_reads_as_empty_text_and_no_image_and_search_keeps_working(
+    backscroll_home: Path, picture: Path
+) -> None:
+    with MemoryStore() as store:
+        import_frames(store, [frame(1, "Editor", "notes", "visible nebula")])
+        store.set_config(encrypt_text=True)
+        import_frames(store, [frame(1, "Terminal", "zsh quasar", "secretive words", picture)])
+    (backscroll_home / "key").unlink()
+    with MemoryStore() as store:
+        assert [h.app for h in store.search("nebula")] == ["Editor"]
+        assert [h.app for h in store.search("quasar")] == ["Terminal"]  # titles stay plaintext
+        hit = store.search("quasar")[0]
+        assert store.get(hit.id).text == "" and store.thumbnail(hit) is None
+
+
+def test_reindex_encrypts_stored_plaintext_and_redacts_old_secrets(
+    backscroll_home: Path, picture: Path
+) -> None:
+    with MemoryStore() as store:
+        store.set_config(redact=False, encrypt_thumbnails=False)
+        import_frames(
+            store,
+            [
+                frame(
+                    1, "Terminal", "zsh", "export password=hunter2xyz9 then gravimetric", picture
+                ),
+            ],
+        )
+        assert files_containing(backscroll_home, "hunter2xyz9")
+        store.set_config(redact=True, encrypt_text=True, encrypt_thumbnails=True)
+        counts = reindex(store)
+        assert counts["encrypted"] == 1 and counts["thumbnails_encrypted"] == 1
+        assert [h.app for h in store.search("gravimetric")] == ["Terminal"]
+        text = store.get(store.search("gravimetric")[0].id).text or ""
+        assert "[REDACTED:password]" in text
+    for word in ("hunter2xyz9", "gravimetric"):
+        assert files_containing(backscroll_home, word) == []
+    assert not list(backscroll_home.glob("thumbs/*/*.jpg"))
+    assert list(backscroll_home.glob("thumbs/*/*.jpg.enc"))
+    with MemoryStore() as store:
+        store.set_config(encrypt_text=False)
+        reindex(store)
+        assert [h.encrypted for h in store.search("gravimetric")] == [False]
+
+
+@pytest.mark.parametrize("scope", ["app", "before", "retention", "everything"])
+def test_deleted_frames_leave_nothing_readable_and_never_come_back(
+    backscroll_home: Path, picture: Path, scope: str
+) -> None:
+    with MemoryStore() as store:
+        import_frames(
+            store,
+            [
+                frame(40, "Slack", "general — quokkaroom", "obliviate tarantella", picture),
+                frame(35, "Slack", "general — quokkaroom", "obliviate tarantella again", picture),
+                frame(1, "Terminal", "zsh", "kept frame with pelican"),
+            ],
+        )
+        if scope == "app":
+            delete(store, app="slack")
+        elif scope == "before":
+            delete(store, end=NOW - timedelta(days=30))
+        elif scope == "retention":
+            with store.projector() as projector:
+                housekeep(store, projector, store.config)
+        else:
+            delete(store)
+        assert store.search("obliviate") == []
+        assert store.search("quokkaroom") == []
+        kept = store.search("pelican")
+        assert len(kept) == (0 if scope == "everything" else 1)
+    for word in ("obliviate", "tarantella", "quokkaroom"):
+        assert files_containing(backscroll_home, word) == [], word
+        for field in ("text", "title"):
+            assert index_doc_freq(backscroll_home, field, word) == 0
+    assert stray_segment_files(backscroll_home) == []
+    assert not list(backscroll_home.glob("thumbs/*/*"))
+    with MemoryStore() as store:
+        rebuild_views(store)
+        assert store.search("obliviate") == []
+        log = [e for _, e in store.log.read() if type(e).__name__ == "FramesDeleted"]
+        assert len(log) == 1
+
+
+def test_frame_ids_never_restart_after_everything_is_cleared(backscroll_home: Path) -> None:
+    with MemoryStore() as store:
+        import_frames(store, [frame(1, "A", "a", "one"), frame(1, "B", "b", "two")])
+        last = max(h.id for h in store.timeline())
+        delete(store)
+        import_frames(store, [frame(0, "C", "c", "three")])
+        assert store.timeline()[0].id > last
