@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.desktop import desktop  # noqa: F401  (the session's headless desktop)
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 
@@ -15,3 +17,4 @@ def backscroll_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("BACKSCROLL_HOME", str(home))
     monkeypatch.delenv("BACKSCROLL_KEYSTORE", raising=False)
     return home
+
