@@ -251,5 +251,23 @@ def audit(
     return out
 
 
+def crashed_runs(store: MemoryStore) -> set[int]:
+    """Offsets of DaemonStarted events whose run ended without a DaemonStopped: the daemon
+    was killed or crashed (a run still going is not counted)."""
+    from eventlog.events import TYPE_CODES, DaemonStarted, DaemonStopped
+
+    types = {TYPE_CODES[DaemonStarted], TYPE_CODES[DaemonStopped]}
+    open_run: int | None = None
+    crashed: set[int] = set()
+    for offset, event in store.log.read(types=types):
+        if isinstance(event, DaemonStarted):
+            if open_run is not None:
+                crashed.add(open_run)
+            open_run = offset
+        else:
+            open_run = None
+    return crashed
+
+
 def _us(when: datetime | None) -> int | None:
     return int(when.timestamp() * 1_000_000) if when else None

@@ -28,11 +28,14 @@ class Trigger:
     last_title: str = ""
     last_capture: float | None = None
     last_attempt: float = 0.0
+    retry: CaptureReason | None = None
 
     def due(self, now: float, app: str, title: str) -> CaptureReason | None:
         """The reason to capture now, or None. Call ``done`` after a capture attempt."""
         if self.last_capture is not None and now - self.last_capture < self.min_interval:
             return None  # debounced; the change is still there at the next allowed poll
+        if self.retry is not None:
+            return self.retry
         if self.mode == "interval":
             if self.last_app is None:
                 return "start"
@@ -52,5 +55,10 @@ class Trigger:
         is not retried until something changes again or the next interval)."""
         self.last_app, self.last_title = app, title
         self.last_attempt = now
+        self.retry = None
         if captured:
             self.last_capture = now
+
+    def failed(self, reason: CaptureReason) -> None:
+        """A scheduled capture could not be stored: take the screen again when next allowed."""
+        self.retry = reason

@@ -94,7 +94,7 @@ def test_bad_input_is_one_clear_line_and_changes_nothing(
     imported: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
 ) -> None:
     _, before, _ = run(capsys, "log", "--json")
-    code, out, err = run(capsys, *args)
+    code, _, err = run(capsys, *args)
     assert code != 0
     assert message in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from backscroll.cli.capture import register as register_capture
 from backscroll.cli.manage import register as register_manage
 from backscroll.cli.read import register as register_read
 from backscroll.cli.recall import register as register_recall
@@ -15,6 +16,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     add_completion=False,
 )
+register_capture(app)
 register_read(app)
 register_manage(app)
 register_recall(app)

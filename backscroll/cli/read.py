@@ -134,15 +134,18 @@ def audit_log(
     """Control events newest first: the audit trail (scopes, never content)."""
     import msgspec
 
-    from backscroll.manage import audit
+    from backscroll.manage import audit, crashed_runs
     from query.format import _stamp
 
     start, _ = window(since, None)
     with open_store(home, catch_up=False) as store:
         events = audit(store, start, set(kind) if kind else None)
+        crashed = crashed_runs(store)
     rows = []
     for offset, event in events:
         data = msgspec.to_builtins(event)
+        if offset in crashed:
+            data["crashed"] = True  # no stop before the next start: killed or crashed
         rows.append({"offset": offset, **data})
     if json:
         emit_json(rows)
@@ -154,7 +157,9 @@ def audit_log(
         kind_ = row.pop("k")
         row.pop("v", None)
         offset = row.pop("offset")
+        crashed = " (crashed: no stop before the next start)" if row.pop("crashed", 0) else ""
         detail = "  ".join(f"{k}={v}" for k, v in row.items() if v not in (None, [], {}, ""))
+        detail += crashed
         typer.echo(f"#{offset:<6} {_stamp(when)}  {kind_:<9} {detail}")
 
 

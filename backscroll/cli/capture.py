@@ -1,0 +1,39 @@
+"""Capture commands: start (the daemon, in the foreground)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from backscroll.cli._common import Home
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(start)
+
+
+def start(
+    interval: Annotated[
+        float | None, typer.Option("--interval", help="Interval / idle fallback, seconds.")
+    ] = None,
+    log_file: Annotated[
+        Path | None, typer.Option("--log-file", help="Log here, not stderr.")
+    ] = None,
+    home: Home = None,
+) -> None:
+    """Run the capture daemon in the foreground; Ctrl-C stops it after the frame in hand."""
+    from capture.daemon import Daemon
+
+    handler: logging.Handler = (
+        logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)  # one line per change is noise
+    Daemon(home, interval=interval).run()

@@ -1,0 +1,60 @@
+"""Retention and the storage cap: deletions recorded as events and purged for real."""
+
+from __future__ import annotations
+
+import logging
+
+from backscroll.config import Config
+from backscroll.status import dir_bytes
+from backscroll.store import MemoryStore
+from eventlog.events import FRAME_TYPE, FrameCaptured, FramesDeleted
+from eventlog.segment import now_us
+from projector.runner import Projector
+
+log = logging.getLogger("backscroll.housekeeping")
+
+DAY_US = 86_400_000_000
+CAP_TARGET = 0.9  # when over the cap, delete oldest first down to 90% of it
+
+
+def housekeep(store: MemoryStore, projector: Projector, config: Config) -> None:
+    """One pass: frames past ``retention_days`` go, then the oldest while over the cap."""
+    cutoff = now_us() - config.retention_days * DAY_US
+    oldest = store.state().totals().oldest_us
+    if oldest and oldest < cutoff:
+        _delete_before(store, projector, cutoff, "retention")
+    cap = config.storage_cap_mb * 1_000_000
+    for _ in range(3):  # each pass estimates from the average frame size; converge quickly
+        used = _used_bytes(store)
+        frames = store.state().totals().frames
+        if used <= cap or frames == 0:
+            return
+        excess = used - CAP_TARGET * cap
+        count = min(frames, max(1, int(excess / (used / frames)) + 1))
+        cutoff = _capture_time_of_nth_oldest(store, count)
+        _delete_before(store, projector, cutoff + 1, "storage_cap")
+
+
+def _delete_before(store: MemoryStore, projector: Projector, cutoff_us: int, reason: str) -> None:
+    request = FramesDeleted(
+        ts_us=now_us(),
+        upto_id=store.log.next_offset() - 1,
+        until_us=cutoff_us,
+        reason=reason,  # type: ignore[arg-type]
+        origin="daemon",
+    )
+    store.log.append(request)
+    projector.catch_up()
+    log.info("housekeeping: %s pass done", reason)
+
+
+def _used_bytes(store: MemoryStore) -> int:
+    layout = store.layout
+    return dir_bytes(layout.log) + dir_bytes(layout.views) + dir_bytes(layout.thumbs)
+
+
+def _capture_time_of_nth_oldest(store: MemoryStore, n: int) -> int:
+    times = sorted(
+        e.captured_us for _, e in store.log.read(types={FRAME_TYPE}) if isinstance(e, FrameCaptured)
+    )
+    return times[min(n, len(times)) - 1]

@@ -1,0 +1,270 @@
+"""The real capture daemon against the real headless desktop (Xvfb, openbox, AT-SPI, OCR)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backscroll.manage import pause
+from backscroll.store import MemoryStore
+from query.search import Hit
+from tests.desktop import Desktop
+from tests.residue import files_containing
+
+pytestmark = pytest.mark.desktop
+
+FAST = ["config", "--poll", "0.2", "--min-interval", "0.5", "--interval", "30"]
+
+
+class Daemon:
+    def __init__(self, desktop: Desktop, home: Path) -> None:
+        self.home = home
+        self.env = {**os.environ, **desktop.env, "BACKSCROLL_HOME": str(home)}
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = home.parent / "daemon.log"
+
+    def cli(self, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "backscroll", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def start(self) -> None:
+        # A GTK window takes the focus a moment after it maps: let the desktop settle first,
+        # or it steals the activation a test makes next.
+        time.sleep(1.0)
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "backscroll", "start"],
+                env=self.env,
+                stdout=log,
+                stderr=log,
+            )
+        wait_for(lambda: (self.home / "daemon.json").exists(), "the daemon's heartbeat")
+
+    def stop(self, sig: int = signal.SIGINT) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(sig)
+            self.process.wait(timeout=30)
+
+    def frames(self) -> list[Hit]:
+        with MemoryStore(self.home) as store:
+            return store.timeline(limit=500)
+
+    def status(self) -> dict[str, Any]:
+        result: dict[str, Any] = json.loads(self.cli("status", "--json"))
+        return result
+
+
+def wait_for(check: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def debug(daemon: Daemon) -> str:
+    return json.dumps(daemon.status()["daemon"]) + repr([(f.id, f.app) for f in daemon.frames()])
+
+
+def quiet(daemon: Daemon, seconds: float = 2.0) -> list[Hit]:
+    """The frames after ``seconds`` of letting the daemon run with nothing new on screen."""
+    time.sleep(seconds)
+    return daemon.frames()
+
+
+@pytest.fixture
+def daemon(desktop: Desktop, backscroll_home: Path) -> Iterator[Daemon]:
+    running = Daemon(desktop, backscroll_home)
+    running.cli(*FAST)
+    yield running
+    running.stop()
+    desktop.close()
+    if running.log.exists():
+        sys.stderr.write(running.log.read_text()[-4000:])
+
+
+def test_switching_windows_records_ocr_and_accessibility_text(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    term = desktop.open_xterm(["db: connect ECONNREFUSED 127.0.0.1:5432"], "server log")
+    gtk = desktop.open_zenity_text(
+        "The quarterly invoice INV-77120 from Acme Corporation is due in December.", "Invoice"
+    )
+    daemon.start()
+    desktop.activate(term.window_id)
+    wait_for(lambda: any(f.app == "XTerm" for f in daemon.frames()), "the terminal's frame")
+    desktop.activate(gtk.window_id)
+    wait_for(lambda: daemon.frames()[-1].app == "Zenity", "the invoice's frame")
+    frames = daemon.frames()
+    assert {f.reason for f in frames[1:]} == {"app_change"}
+    with MemoryStore(daemon.home) as store:
+        (hit,) = store.search("econnrefused")
+        assert (hit.app, hit.text_source) == ("XTerm", "ocr")
+        assert {h.text_source for h in store.search("quarterly invoice")} == {"ax"}
+    assert daemon.status()["daemon"]["state"] == "running"
+
+
+def test_a_counter_in_the_title_is_ignored_but_new_words_are_captured(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    term = desktop.open_xterm(["build output"], "Build (1) done 10%")
+    desktop.activate(term.window_id)
+    daemon.start()
+    wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+    desktop.set_title(term.window_id, "Build (2) done 45%")
+    assert len(quiet(daemon)) == 1
+    desktop.set_title(term.window_id, "Deploy started")
+    wait_for(lambda: len(daemon.frames()) == 2, "the retitled frame")
+    assert daemon.frames()[-1].reason == "title_change"
+
+
+def test_a_denied_window_is_never_captured_and_is_blacked_out_beside_another(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    vault = desktop.open_xterm(["vaultsecretword"] * 30, "KeePassXC - vault", columns=60)
+    daemon.start()
+    desktop.activate(vault.window_id)
+    frames = quiet(daemon, 2.5)
+    assert all("KeePassXC" not in f.title for f in frames)
+    assert daemon.status()["daemon"]["last_outcome"] == "denied"
+    other = desktop.open_zenity_text("An ordinary document about gardening.", "Garden notes")
+    desktop.activate(other.window_id)
+    hit = wait_for(lambda: [f for f in daemon.frames() if f.app == "Zenity"], "a frame")[0]
+    with MemoryStore(daemon.home) as store:
+        jpeg = store.thumbnail(hit)
+    assert jpeg is not None
+    from PIL import Image
+
+    from capture.probe import X11Probe
+
+    probe = X11Probe(desktop.display)
+    try:
+        rect = next(w.geometry for w in probe.visible_windows() if w.window_id == vault.window_id)
+    finally:
+        probe.close()
+    image = Image.open(BytesIO(jpeg)).convert("L")
+    scale = image.width / 1920
+    box = (
+        int(rect.x * scale) + 2,
+        int(rect.y * scale) + 2,
+        int((rect.x + rect.width) * scale) - 2,
+        int((rect.y + rect.height) * scale) - 2,
+    )
+    region = image.crop(box)
+    assert region.getextrema()[1] < 40, "the denied window's pixels reached the thumbnail"
+    assert files_containing(daemon.home, "vaultsecretword") == []
+
+
+def test_pause_timed_pause_resume_and_the_hotkey(desktop: Desktop, daemon: Daemon) -> None:
+    first = desktop.open_xterm(["first window"], "first")
+    second = desktop.open_xterm(["second window"], "second")
+    desktop.activate(first.window_id)
+    daemon.start()
+    wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+    daemon.cli("pause")
+    wait_for(lambda: daemon.status()["daemon"]["last_outcome"] == "paused", "the pause")
+    desktop.activate(second.window_id)
+    assert len(quiet(daemon)) == 1
+    daemon.cli("resume")
+    wait_for(lambda: len(daemon.frames()) == 2, "capture after resume")
+
+    with MemoryStore(daemon.home) as store:
+        pause(store, datetime.now(UTC) + timedelta(seconds=2))
+    wait_for(lambda: daemon.status()["daemon"]["last_outcome"] == "paused", "the timed pause")
+    desktop.activate(first.window_id)
+    wait_for(lambda: len(daemon.frames()) == 3, "capture once the timed pause ends")
+
+    desktop.run(["xdotool", "key", "ctrl+shift+alt+p"])
+    wait_for(lambda: daemon.status()["capture"].startswith("paused"), "the hotkey's pause")
+    desktop.run(["xdotool", "key", "ctrl+shift+alt+p"])
+    wait_for(lambda: daemon.status()["capture"] == "active", "the hotkey's resume")
+
+
+def test_a_secret_on_screen_is_stored_redacted_and_encrypted_text_is_unreadable(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    daemon.cli("config", "--encrypt-text", "on")
+    term = desktop.open_xterm(
+        ["export DB_PASSWORD=hunter2horsebattery", "status: flibbertigibbet ready"], "shell"
+    )
+    desktop.activate(term.window_id)
+    daemon.start()
+    wait_for(lambda: daemon.frames(), "a frame")
+    with MemoryStore(daemon.home) as store:
+        (hit,) = wait_for(lambda: store.search("flibbertigibbet"), "the frame in search")
+        text = store.get(hit.id).text or ""
+    assert "[REDACTED:password]" in text and "hunter2horsebattery" not in text
+    daemon.stop()
+    for word in ("hunter2horsebattery", "flibbertigibbet"):
+        assert files_containing(daemon.home, word) == []
+
+
+def test_a_full_disk_pauses_capture_with_the_reason_and_it_resumes(
+    desktop: Desktop, tmp_path: Path
+) -> None:
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], check=True)
+    try:
+        daemon = Daemon(desktop, mount / "home")
+        daemon.cli(*FAST)
+        term = desktop.open_xterm(["before the disk filled up"], "one")
+        other = desktop.open_xterm(["while the disk is full"], "two")
+        desktop.activate(term.window_id)
+        daemon.start()
+        wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+        filler = mount / "filler"
+        with open(filler, "wb") as f, pytest.raises(OSError):
+            f.write(b"\0" * 4_000_000)
+        desktop.activate(other.window_id)
+        wait_for(lambda: daemon.status()["daemon"].get("problem") == "disk full", "disk full")
+        assert daemon.status()["daemon"]["last_outcome"] in ("error", "paused")
+        filler.unlink()
+        # No new switch: the frame that could not be stored is taken again by itself.
+        wait_for(lambda: len(daemon.frames()) >= 2, "capture after space returned", 40)
+        assert daemon.status()["daemon"].get("problem") is None
+        daemon.stop()
+        assert daemon.cli("verify").strip().endswith("healthy")
+    finally:
+        daemon.stop()
+        desktop.close()
+        if daemon.log.exists():
+            sys.stderr.write(daemon.log.read_text()[-4000:])
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_killed_daemon_restarts_consistent_and_the_gap_shows_as_a_crash(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    windows = [desktop.open_xterm([f"window number {i}"], f"w{i}") for i in range(3)]
+    daemon.start()
+    for window in windows:
+        desktop.activate(window.window_id)
+        time.sleep(0.3)
+    daemon.stop(signal.SIGKILL)
+    assert daemon.cli("verify").strip().endswith("healthy")
+    before = len(daemon.frames())
+    daemon.start()
+    desktop.activate(windows[0].window_id)
+    wait_for(lambda: len(daemon.frames()) > before, "capture after the restart")
+    assert "crashed" in daemon.cli("log", "--kind", "dstart")
