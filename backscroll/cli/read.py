@@ -157,9 +157,9 @@ def audit_log(
         kind_ = row.pop("k")
         row.pop("v", None)
         offset = row.pop("offset")
-        crashed = " (crashed: no stop before the next start)" if row.pop("crashed", 0) else ""
+        note = " (crashed: no stop before the next start)" if row.pop("crashed", 0) else ""
         detail = "  ".join(f"{k}={v}" for k, v in row.items() if v not in (None, [], {}, ""))
-        detail += crashed
+        detail += note
         typer.echo(f"#{offset:<6} {_stamp(when)}  {kind_:<9} {detail}")
 
 
