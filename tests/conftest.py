@@ -17,4 +17,3 @@ def backscroll_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("BACKSCROLL_HOME", str(home))
     monkeypatch.delenv("BACKSCROLL_KEYSTORE", raising=False)
     return home
-
