@@ -1,0 +1,89 @@
+"""The README's CLI reference, generated from the commands themselves (a test keeps the
+README equal to this, so the two cannot drift): ``python -m backscroll.cli.reference``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+COMMON = {"--home", "--json", "--help"}
+WIDTH = 96
+# What a value looks like, where the option itself does not say.
+METAVARS = {
+    "since": "WHEN",
+    "until": "WHEN",
+    "before": "WHEN",
+    "app": "TEXT",
+    "limit": "N",
+    "interval": "SECONDS",
+    "poll": "SECONDS",
+    "min_interval": "SECONDS",
+    "redact": "on|off",
+    "encrypt_text": "on|off",
+    "encrypt_thumbnails": "on|off",
+    "cap": "MB",
+    "retention": "DAYS",
+    "hotkey": "KEYS",
+    "trigger": "events|interval",
+    "log_file": "PATH",
+    "save": "FILE",
+    "out": "DIR",
+    "format": "json|csv|html",
+    "query": "QUERY",
+    "kind": "KIND",
+}
+
+
+def _usage(name: str, command: Any) -> str:
+    parts = [f"backscroll {name}"]
+    for param in command.params:
+        opts = [o for o in param.opts if o.startswith("--")] or param.opts
+        if param.param_type_name == "argument":
+            label = (param.metavar or param.name).strip("{}").upper()
+            parts.append(label if param.required else f"[{label}]")
+        elif opts[0] not in COMMON:
+            if getattr(param, "is_flag", False):
+                flags = [opts[0], *param.secondary_opts]
+                parts.append(f"[{'/'.join(flags)}]")
+            else:
+                metavar = param.metavar or METAVARS.get(param.name, param.name.upper())
+                parts.append(f"[{opts[0]} {metavar}]")
+    return _wrap(parts)
+
+
+def _wrap(parts: list[str]) -> str:
+    lines = [parts[0]]
+    for part in parts[1:]:
+        if len(lines[-1]) + 1 + len(part) > WIDTH:
+            lines.append(" " * 11 + part)
+        else:
+            lines[-1] += " " + part
+    return "\n".join(lines)
+
+
+def _summary(command: Any) -> str:
+    return " ".join((command.help or "").split("\n\n")[0].split())
+
+
+def reference() -> str:
+    import typer.main
+
+    from backscroll.cli.app import app
+
+    root = typer.main.get_command(app)  # the commands in the order they are registered
+    lines = []
+    for name, command in root.commands.items():  # type: ignore[attr-defined]
+        subcommands = getattr(command, "commands", None)
+        if subcommands:
+            for sub_name, sub in subcommands.items():
+                lines.append((_usage(f"{name} {sub_name}", sub), _summary(sub)))
+        else:
+            lines.append((_usage(name, command), _summary(command)))
+    out = []
+    for usage, help_text in lines:
+        out.append(usage)
+        out.append(f"    {help_text}")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(reference())
