@@ -59,8 +59,8 @@ class Manifest:
     def load(cls, root: Path) -> Manifest | None:
         try:
             return cls(json.loads((root / MANIFEST).read_bytes()))
-        except FileNotFoundError:
-            return None
+        except (FileNotFoundError, ValueError, TypeError, AttributeError):
+            return None  # missing or damaged: the view is rebuilt from the log
 
     def save(self, root: Path) -> None:
         data = {
@@ -79,8 +79,8 @@ class SearchWriter:
         self.root = ensure_dir(root)
         self.schema = build_schema()
         manifest = Manifest.load(root)
-        if manifest is None or manifest.schema != SCHEMA_VERSION:
-            manifest = Manifest({})
+        if manifest is None or manifest.schema != SCHEMA_VERSION or not _opens(root, manifest):
+            manifest = Manifest({})  # rebuilt from zero by replaying the log
         self.manifest = manifest
         remove_strays(self.root, manifest)
         self._indexes: dict[str, tantivy.Index] = {}
@@ -175,6 +175,18 @@ def build_partition(path: Path, frames: Iterable[FrameCaptured], schema: tantivy
     writer.commit()
     writer.wait_merging_threads()
     return count
+
+
+def _opens(root: Path, manifest: Manifest) -> bool:
+    """Whether every partition the manifest lists is there and opens."""
+    for name in manifest.partitions.values():
+        if not (root / name / "meta.json").exists():
+            return False  # opening would quietly create an empty index in its place
+        try:
+            open_index(root / name)
+        except (OSError, ValueError):
+            return False
+    return True
 
 
 def remove_strays(root: Path, manifest: Manifest) -> None:

@@ -43,10 +43,10 @@ class ViewReader:
                 continue
             index = self._indexes.get(name)
             if index is None:
-                path = self.layout.search / name
-                if not path.exists():
-                    continue
-                index = self._indexes[name] = open_index(path)
+                try:
+                    index = self._indexes[name] = open_index(self.layout.search / name)
+                except (OSError, ValueError):
+                    continue  # gone or damaged: the views' writer rebuilds it
             else:
                 index.reload()
             out.append(index)

@@ -1,0 +1,149 @@
+"""The views: incremental projection equals a rebuild, crash-resume, corrupt views rebuilt."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from backscroll.manage import delete, import_frames, rebuild_views
+from backscroll.store import MemoryStore
+from eventlog.events import FrameCaptured
+from eventlog.log import Log
+from tests.residue import files_containing, index_doc_freq, stray_segment_files
+
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+WORDS += ["golf", "hotel", "india", "juliet", "kilo", "lima"]
+NOW = datetime.now(UTC)
+
+
+def lines(n: int, seed: int = 0, days: int = 60) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        when = NOW - timedelta(days=rng.uniform(0, days))
+        app = rng.choice(["Terminal", "Firefox", "Slack", "Code"])
+        text = " ".join(rng.choice(WORDS) for _ in range(30)) + f" unique{i}"
+        out.append(
+            json.dumps(
+                {"ts": when.isoformat(), "app": app, "title": f"{app} {i % 7}", "text": text}
+            )
+        )
+    return out
+
+
+def snapshot(store: MemoryStore) -> tuple[object, ...]:
+    queries = ["alpha", '"bravo charlie"', "kilo*", "unique7", "delta echo"]
+    # Limits above the match counts: with ties at the cut, which of the tied frames make a
+    # top 50 depends on segment layout, which a rebuild changes.
+    results = tuple(tuple(h.id for h in store.search(q, limit=5000)) for q in queries)
+    results += (tuple(h.id for h in store.search("golf", app="slack", limit=5000)),)
+    timeline = tuple(h.id for h in store.timeline(limit=10_000))
+    totals = store.state().totals()
+    return results, timeline, totals.frames, dict(totals.text_sources)
+
+
+def test_incremental_projection_equals_a_rebuild_after_deletions_and_retention(
+    backscroll_home: Path,
+) -> None:
+    with MemoryStore() as store:
+        import_frames(store, lines(600))
+        delete(store, app="slack")
+        import_frames(store, lines(200, seed=1))
+        delete(store, ids=(5, 6, 7))
+        delete(store, end=NOW - timedelta(days=50))
+        incremental = snapshot(store)
+        rebuild_views(store)
+        assert snapshot(store) == incremental
+    shutil.rmtree(backscroll_home / "views")
+    with MemoryStore() as store:
+        assert snapshot(store) == incremental
+
+
+def test_deleting_by_ids_leaves_no_trace(backscroll_home: Path) -> None:
+    with MemoryStore() as store:
+        import_frames(
+            store,
+            [
+                *lines(50),
+                json.dumps(
+                    {
+                        "ts": NOW.isoformat(),
+                        "app": "Mail",
+                        "title": "wibblequux",
+                        "text": "zorbflat",
+                    }
+                ),
+            ],
+        )
+        (target,) = store.search("zorbflat")
+        delete(store, ids=(target.id,))
+        assert store.search("zorbflat") == [] and len(store.timeline(limit=100)) == 50
+    assert files_containing(backscroll_home, "zorbflat") == []
+    assert files_containing(backscroll_home, "wibblequux") == []
+    assert index_doc_freq(backscroll_home, "title", "wibblequux") == 0
+    assert stray_segment_files(backscroll_home) == []
+
+
+def test_a_damaged_view_is_rebuilt_by_itself(backscroll_home: Path) -> None:
+    with MemoryStore() as store:
+        import_frames(store, lines(100))
+        before = snapshot(store)
+    search = backscroll_home / "views" / "search"
+    (backscroll_home / "views" / "state.msgpack").write_bytes(b"garbage")
+    (search / "manifest.json").write_text("{not json")
+    with MemoryStore() as store:
+        assert snapshot(store) == before
+    partition = next(p for p in search.iterdir() if p.is_dir())
+    shutil.rmtree(partition)
+    with MemoryStore() as store:
+        assert snapshot(store) == before
+
+
+CATCH_UP = """
+import sys
+from projector.runner import Projector
+from pathlib import Path
+with Projector(Path(sys.argv[1])) as projector:
+    projector.catch_up()
+"""
+
+
+def test_a_projector_killed_while_catching_up_always_resumes_consistent(
+    backscroll_home: Path,
+) -> None:
+    frames = 20_000
+    log = Log(backscroll_home / "log")
+    with log.batch() as batch:
+        base = int(NOW.timestamp() * 1e6)
+        for i in range(frames):
+            batch.append(
+                FrameCaptured(
+                    ts_us=base,
+                    frame_id=batch.next_offset,
+                    captured_us=base - i * 60_000_000,
+                    app="App",
+                    title=f"t{i % 50}",
+                    text=f"{WORDS[i % 12]} w{i}",
+                    text_source="ocr",
+                )
+            )
+    rng = random.Random(7)
+    for _ in range(20):
+        child = subprocess.Popen([sys.executable, "-c", CATCH_UP, str(backscroll_home)])
+        time.sleep(rng.uniform(0.3, 2.0))
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    with MemoryStore() as store:
+        assert store.state().totals().frames == frames
+        assert len(store.search("w12345")) == 1
+        assert len(store.search("alpha", limit=5000)) == frames // 12 + (frames % 12 > 0)
+        from backscroll.verify import verify_store
+
+        assert verify_store(store) == []
