@@ -175,3 +175,15 @@ def test_every_file_is_private(imported: Path, backscroll_home: Path) -> None:
             assert os.stat(Path(root, name)).st_mode & 0o777 == 0o700, name
         for name in files:
             assert os.stat(Path(root, name)).st_mode & 0o777 == 0o600, name
+
+
+def test_while_another_process_holds_the_views_a_search_says_how_far_behind(
+    imported: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from backscroll.manage import import_frames
+    from backscroll.store import MemoryStore
+
+    with MemoryStore() as store, store.projector():  # as a running daemon would
+        import_frames(store, [json.dumps(FRAMES[0])])
+        code, _, err = run(capsys, "search", "econnrefused")
+    assert code == 0 and "1 event(s) behind the log" in err

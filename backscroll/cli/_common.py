@@ -67,3 +67,13 @@ def on_off(value: str | None, name: str) -> bool | None:
 
 def stamp(when: datetime) -> str:
     return when.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def note_lag(store: Any) -> None:
+    """With a daemon holding the views, commands read them as they are: say how far behind."""
+    if store.lag:
+        typer.echo(
+            f"note: the views are {store.lag:,} event(s) behind the log (the daemon is "
+            "catching up)",
+            err=True,
+        )

@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from backscroll.cli._common import App, Home, Json, Since, Until, emit_json, open_store, window
+from backscroll.cli._common import (
+    App,
+    Home,
+    Json,
+    Since,
+    Until,
+    emit_json,
+    note_lag,
+    open_store,
+    window,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -35,6 +45,7 @@ def search(
     with open_store(home) as store:
         hits = store.search(query, start=start, end=end, app=app, limit=limit)
         why = None if hits else store.why_empty(start, end, app)
+        note_lag(store)
     if json:
         emit_json(
             {
@@ -65,6 +76,7 @@ def timeline(
     with open_store(home) as store:
         hits = store.timeline(start=start, end=end, app=app, limit=limit)
         why = None if hits else store.why_empty(start, end, app)
+        note_lag(store)
     if json:
         emit_json(
             {
