@@ -194,7 +194,9 @@ class MemoryStore:
         except (ValueError, ConfigError) as exc:
             self.config_problem = f"config.json edit refused ({exc}); the previous config stays"
             return
-        self.log.append(ConfigChanged(ts_us=now_us(), config=config.to_dict(), origin="file"))
+        if config != self.config:
+            # (Equal: our own rewrite seen before its hash was written, or a reformatting.)
+            self.log.append(ConfigChanged(ts_us=now_us(), config=config.to_dict(), origin="file"))
         write_atomic(self.home / CONFIG_HASH, hashlib.sha256(data).hexdigest().encode())
 
     def why_empty(
