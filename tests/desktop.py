@@ -1,409 +1,66 @@
-"""A real, private, headless X desktop for tests and benchmarks.
+"""The headless desktop of ``capture.desktop``, with what only the tests add to it.
 
-    with headless_desktop() as desk:
+    with headless_desktop(keyring=True) as desk:
         term = desk.open_xterm(["ECONNREFUSED 127.0.0.1:5432"], title="server log")
         desk.activate(term.window_id)
         ...
 
-It starts, each in a process group of its own and in this order:
+On top of the package's desktop (Xvfb, a private session bus, openbox, AT-SPI: see
+``capture/desktop.py``) this adds:
 
-    Xvfb :N (picked with -displayfd)       1920x1080x24, no TCP
-    dbus-daemon                            a private session bus, no service activation
-    openbox                                sets _NET_ACTIVE_WINDOW, frames and stacks windows
-    at-spi-bus-launcher                    the accessibility bus, announced as org.a11y.Bus;
-                                           org.a11y.Status.IsEnabled is then set to true and
-                                           the registry (at-spi2-registryd) is woken up
     gnome-keyring (``keyring=True``, or    through tests/keyring_daemon.py, on the same bus
       ``desk.start_keyring()`` later)
 
-and nothing is left when it exits: every process it starts gets a marker variable in its
-environment, so the helpers those processes spawn themselves (the accessibility bus's own
-dbus-daemon, the registry) are found in /proc and killed too; the temporary folder that
-holds HOME, XDG_RUNTIME_DIR, the sockets and the logs is removed. What a run killed before
-its cleanup left behind is removed by the next run (marker and folder name their owner's
-pid). A component that fails to start raises ``DesktopError`` with its log; a missing
-binary raises it with the Debian package to install (CI installs them: the desktop tests
-fail, they are never skipped).
-
-``desk.env`` is the environment a program on this desktop should get: its own DISPLAY and
-session bus, a throwaway HOME and XDG dirs, and no NO_AT_BRIDGE, so GTK apps publish their
-widgets over AT-SPI.
-
-Tests get one desktop per session from the ``desktop`` fixture defined here (conftest.py
-imports it); the bench scripts use ``headless_desktop()`` directly.
+and the ``desktop`` session fixture (conftest.py imports it). A missing binary fails the
+desktop tests with the Debian package to install: CI installs them, they are never skipped.
+The bench scripts use ``headless_desktop()`` directly.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import os
-import secrets
-import select
-import shutil
-import signal
-import subprocess
-import tempfile
-import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-WIDTH, HEIGHT = 1920, 1080
-# Generous: a loaded CI machine can take a few seconds to start Xvfb or a GTK app.
-START_TIMEOUT_S = 20.0
-STOP_TIMEOUT_S = 3.0
-MARKER = "BACKSCROLL_TEST_DESKTOP"
-FOLDER_PREFIX = "backscroll-desktop-"
+from capture import desktop as _base
+from capture.desktop import (
+    HEIGHT,
+    MARKER,
+    PACKAGES,
+    TERMINAL_FONT,
+    WIDTH,
+    DesktopError,
+    Window,
+    marked_processes,
+    missing_packages,
+    processes_of,
+    require,
+)
 
-# binary → the Debian package that installs it.
-PACKAGES = {
-    "Xvfb": "xvfb",
-    "dbus-daemon": "dbus-daemon",
-    "openbox": "openbox",
-    "xdotool": "xdotool",
-    "/usr/libexec/at-spi-bus-launcher": "at-spi2-core",
-    "xterm": "xterm",
-    "zenity": "zenity",
-}
-
-# The xterms' font (Xft): the signature and OCR figures were measured with it.
-TERMINAL_FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf")
-
-# Only the marker and the variables below reach the desktop's programs from the caller's
-# environment: a developer's real session (its bus, its keyring, its Wayland socket) must
-# be unreachable from a test.
-INHERITED = ("PATH", "LANG", "LC_ALL", "TZ", "TERM", "PYTHONPATH", "VIRTUAL_ENV", "CI")
-
-# No <servicedir>: with the system's service files the first call to a well-known name
-# would auto-start the real daemon (a second gnome-keyring, dconf, gvfs) behind the test's
-# back. Everything this desktop needs is started explicitly.
-_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <keep_umask/>
-  <listen>unix:path={socket}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-"""
+__all__ = [
+    "HEIGHT",
+    "MARKER",
+    "PACKAGES",
+    "TERMINAL_FONT",
+    "WIDTH",
+    "Desktop",
+    "DesktopError",
+    "Window",
+    "desktop",
+    "headless_desktop",
+    "marked_processes",
+    "missing_packages",
+    "processes_of",
+    "require",
+]
 
 
-class DesktopError(RuntimeError):
-    """The headless desktop could not start (a binary is missing or a component failed)."""
+class Desktop(_base.Desktop):
+    """The package's desktop, plus a gnome-keyring on its session bus when asked for."""
 
-
-def require(binary: str) -> str:
-    """The path of ``binary``, or ``DesktopError`` naming the package that provides it."""
-    path = binary if os.path.isabs(binary) and os.access(binary, os.X_OK) else None
-    path = path or shutil.which(binary)
-    if path is None:
-        package = PACKAGES.get(binary, binary)
-        raise DesktopError(
-            f"{binary} is not installed; the desktop tests need it: apt-get install -y {package}"
-        )
-    return path
-
-
-@dataclass
-class Window:
-    """A program's top-level window on the desktop."""
-
-    name: str
-    window_id: int
-    process: subprocess.Popen[bytes]
-    title: str
-    feed: int | None = None  # xterm only: a writable fd whose bytes the terminal shows
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def write(self, text: str) -> None:
-        """Show ``text`` in the terminal as if a program printed it (escapes work)."""
-        if self.feed is None:
-            raise DesktopError(f"{self.name} has no terminal to write to")
-        os.write(self.feed, text.encode())  # the pty turns "\n" into "\r\n" (ONLCR)
-
-
-@dataclass
-class _Component:
-    name: str
-    process: subprocess.Popen[bytes]
-    log: Path
-
-
-@dataclass
-class Desktop:
-    """A running headless desktop; see the module docstring."""
-
-    root: Path
-    token: str
-    env: dict[str, str] = field(default_factory=dict)
-    display: str = ""
-    bus_address: str = ""
-    components: list[_Component] = field(default_factory=list)
-    windows: list[Window] = field(default_factory=list)
     keyring: Any = None
-
-    # ----------------------------------------------------------------- programs
-
-    def open_xterm(
-        self, text_lines: Sequence[str], title: str, *, columns: int = 120, rows: int = 36
-    ) -> Window:
-        """An xterm showing ``text_lines``; ``Window.write`` adds more.
-
-        The terminal runs ``cat`` on a FIFO this desktop keeps open, so no shell prompt or
-        blinking cursor (``+bc``) makes the screen change on its own. DejaVu Sans Mono 11
-        (Xft) stands in for a real terminal font: the X core fonts are not installed.
-        """
-        if not TERMINAL_FONT.exists():
-            raise DesktopError(
-                f"{TERMINAL_FONT} is missing; the xterm tests measure with it: "
-                "apt-get install -y fonts-dejavu-core"
-            )
-        fifo = Path(tempfile.mkdtemp(prefix="term-", dir=self.root)) / "feed"
-        os.mkfifo(fifo, 0o600)
-        # O_RDWR never blocks on a FIFO and keeps a writer attached, so ``cat`` never sees
-        # end of file between two writes.
-        feed = os.open(fifo, os.O_RDWR)
-        argv = [
-            require("xterm"),
-            *("-T", title, "-n", title, "+bc", "-fa", "DejaVu Sans Mono", "-fs", "11"),
-            *("-bg", "white", "-fg", "black", "-geometry", f"{columns}x{rows}+40+40"),
-            *("-e", "cat", str(fifo)),
-        ]
-        window = self._open("xterm", argv, title)
-        window.feed = feed
-        window.write("\n".join(text_lines) + "\n")
-        return window
-
-    def open_zenity_text(self, text: str, title: str) -> Window:
-        """A GTK ``zenity --text-info`` window showing ``text``: its text is on AT-SPI."""
-        path = Path(tempfile.mkdtemp(prefix="zenity-", dir=self.root)) / "text.txt"
-        path.write_text(text)
-        argv = [
-            require("zenity"),
-            "--text-info",
-            f"--filename={path}",
-            f"--title={title}",
-            *("--width=900", "--height=600"),
-        ]
-        return self._open("zenity", argv, title)
-
-    def _open(self, name: str, argv: list[str], title: str) -> Window:
-        component = self._spawn(name, argv)
-        window_id = self._wait_for_window(component)
-        window = Window(name, window_id, component.process, title)
-        self.windows.append(window)
-        return window
-
-    def _wait_for_window(self, component: _Component) -> int:
-        # --sync polls until the program's window (the one carrying its _NET_WM_PID) is
-        # mapped; --onlyvisible skips GTK's hidden group-leader window.
-        argv = [require("xdotool"), "search", "--sync", "--onlyvisible", "--pid"]
-        try:
-            found = self.run([*argv, str(component.process.pid)], timeout=START_TIMEOUT_S)
-        except (subprocess.TimeoutExpired, DesktopError) as error:
-            raise self._failure(component, f"no window appeared ({error})") from None
-        window_id = int(found.split()[0])
-        self._wait(lambda: window_id in self._client_list(), f"{component.name} managed")
-        return window_id
-
-    def close(self, *windows: Window) -> None:
-        """Close ``windows`` (every window this desktop opened, when none is given)."""
-        for window in list(windows or self.windows):
-            _stop_group(window.process)
-            if window.feed is not None:
-                os.close(window.feed)
-                window.feed = None
-            self.components = [c for c in self.components if c.process is not window.process]
-            with contextlib.suppress(ValueError):
-                self.windows.remove(window)
-
-    # ------------------------------------------------------------------ windows
-
-    def activate(self, window_id: int) -> None:
-        """Raise and focus a window; returns once openbox has made it _NET_ACTIVE_WINDOW."""
-        self.run([require("xdotool"), "windowactivate", "--sync", str(window_id)])
-
-    def set_title(self, window_id: int, title: str) -> None:
-        """Retitle a window from outside (WM_NAME and _NET_WM_NAME), as a browser tab does."""
-        self.run([require("xdotool"), "set_window", "--name", title, str(window_id)])
-
-    def stop_window_manager(self) -> None:
-        """Stop openbox (for tests of a session without a window manager)."""
-        for component in [c for c in self.components if c.name == "openbox"]:
-            _stop_group(component.process)
-            self.components.remove(component)
-
-    def screenshot_png(self, path: Path | str) -> Path:
-        """The whole screen as a PNG file (for failing tests and the README)."""
-        import mss.tools
-
-        with _mss(self.display) as screen:
-            shot = screen.grab(screen.monitors[0])
-            mss.tools.to_png(shot.rgb, shot.size, output=str(path))
-        return Path(path)
-
-    def settle(self, *, quiet_s: float = 0.15, timeout: float = 5.0) -> None:
-        """Wait until the screen has not changed for ``quiet_s`` (a redraw has finished)."""
-        deadline = time.monotonic() + timeout
-        with _mss(self.display) as screen:
-            last = bytes(screen.grab(screen.monitors[0]).raw)
-            quiet_since = time.monotonic()
-            while time.monotonic() - quiet_since < quiet_s:
-                if time.monotonic() > deadline:
-                    raise DesktopError(f"the screen kept changing for {timeout} s")
-                time.sleep(0.03)
-                now = bytes(screen.grab(screen.monitors[0]).raw)
-                if now != last:
-                    last, quiet_since = now, time.monotonic()
-
-    def run(self, argv: Sequence[str], *, timeout: float = 10.0) -> str:
-        """Run a command against this desktop; its stdout, or an error with its stderr."""
-        done = subprocess.run(
-            list(argv), env=self.env, capture_output=True, text=True, timeout=timeout, check=False
-        )
-        if done.returncode != 0:
-            raise DesktopError(f"{argv[0]} failed ({done.returncode}): {done.stderr.strip()}")
-        return done.stdout
-
-    # ------------------------------------------------------------ start / stop
-
-    def _spawn(self, name: str, argv: list[str], **popen: Any) -> _Component:
-        log = self.root / "logs" / f"{name}-{len(self.components)}.log"
-        with open(log, "wb") as out:
-            process = subprocess.Popen(
-                argv,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=out,
-                start_new_session=True,
-                cwd=self.root,
-                **popen,
-            )
-        component = _Component(name, process, log)
-        self.components.append(component)
-        return component
-
-    def _failure(self, component: _Component, reason: str) -> DesktopError:
-        status = component.process.poll()
-        exited = "" if status is None else f", exited with status {status}"
-        detail = component.log.read_text(errors="replace").strip()[-4000:] or "(no output)"
-        return DesktopError(f"{component.name} did not start: {reason}{exited}\n{detail}")
-
-    def _read_fd_line(self, component: _Component, fd: int) -> str:
-        """The first line a component writes to ``fd`` (its -displayfd / --print-address)."""
-        data = b""
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not data.endswith(b"\n"):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._failure(component, f"nothing announced within {START_TIMEOUT_S} s")
-            ready, _, _ = select.select([fd], [], [], min(remaining, 0.1))
-            if ready:
-                chunk = os.read(fd, 4096)
-                if not chunk:
-                    raise self._failure(component, "closed its announcement pipe")
-                data += chunk
-            elif component.process.poll() is not None:
-                raise self._failure(component, "exited early")
-        return data.decode().strip()
-
-    def _wait(self, condition: Any, what: str, component: _Component | None = None) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not condition():
-            if component is not None and component.process.poll() is not None:
-                raise self._failure(component, f"exited before {what}")
-            if time.monotonic() > deadline:
-                if component is not None:
-                    raise self._failure(component, f"not {what} within {START_TIMEOUT_S} s")
-                raise DesktopError(f"not {what} within {START_TIMEOUT_S} s")
-            time.sleep(0.02)
-
-    def _start_x(self) -> None:
-        read_fd, write_fd = os.pipe()
-        try:
-            # -noreset: the server must not wipe its state when the last client leaves.
-            argv = [require("Xvfb"), "-displayfd", str(write_fd), "-nolisten", "tcp", "-noreset"]
-            argv += ["-screen", "0", f"{WIDTH}x{HEIGHT}x24"]
-            xvfb = self._spawn("Xvfb", argv, pass_fds=(write_fd,))
-            os.close(write_fd)
-            write_fd = -1
-            self.display = f":{self._read_fd_line(xvfb, read_fd)}"
-        finally:
-            os.close(read_fd)
-            if write_fd >= 0:
-                os.close(write_fd)
-        self.env["DISPLAY"] = self.display
-
-    def _start_bus(self) -> None:
-        config = self.root / "session-bus.conf"
-        config.write_text(_BUS_CONFIG.format(socket=self.root / "run" / "bus"))
-        read_fd, write_fd = os.pipe()
-        try:
-            argv = [require("dbus-daemon"), f"--config-file={config}", "--nofork"]
-            bus = self._spawn(
-                "dbus-daemon", [*argv, f"--print-address={write_fd}"], pass_fds=(write_fd,)
-            )
-            os.close(write_fd)
-            write_fd = -1
-            self.bus_address = self._read_fd_line(bus, read_fd)
-        finally:
-            os.close(read_fd)
-            if write_fd >= 0:
-                os.close(write_fd)
-        self.env["DBUS_SESSION_BUS_ADDRESS"] = self.bus_address
-
-    def _start_window_manager(self) -> None:
-        openbox = self._spawn("openbox", [require("openbox"), "--sm-disable"])
-        self._wait(self._has_window_manager, "managing the screen", openbox)
-
-    def _start_accessibility(self) -> None:
-        launcher_path = require("/usr/libexec/at-spi-bus-launcher")
-        launcher = self._spawn("at-spi-bus-launcher", [launcher_path, "--launch-immediately"])
-        self._wait(
-            lambda: _name_has_owner(self.bus_address, "org.a11y.Bus"),
-            "owning org.a11y.Bus",
-            launcher,
-        )
-        # Toolkits that ask (Qt, Chromium) only publish their tree when IsEnabled is true.
-        _call(
-            self.bus_address,
-            "org.a11y.Bus",
-            "/org/a11y/bus",
-            "org.freedesktop.DBus.Properties",
-            "Set",
-            "ssv",
-            ["org.a11y.Status", "IsEnabled", _variant("b", True)],
-        )
-        a11y_address = _call(
-            self.bus_address, "org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress"
-        )[0]
-        # Waking the registry now (it is D-Bus-activated on the accessibility bus) makes a
-        # broken AT-SPI install fail here, with the launcher's log, not in a test.
-        try:
-            _call(
-                a11y_address,
-                "org.a11y.atspi.Registry",
-                "/org/a11y/atspi/accessible/root",
-                "org.a11y.atspi.Accessible",
-                "GetChildren",
-                timeout=START_TIMEOUT_S,
-            )
-        except DesktopError as error:
-            raise self._failure(launcher, f"the AT-SPI registry did not answer: {error}") from None
-        self.env["AT_SPI_BUS_ADDRESS"] = a11y_address
 
     def start_keyring(self) -> Any:
         """gnome-keyring's Secret Service on this desktop's session bus (started once).
@@ -423,83 +80,16 @@ class Desktop:
             with contextlib.suppress(Exception):
                 self.keyring.stop()
             self.keyring = None
-        for window in list(self.windows):
-            self.close(window)
-        for component in reversed(self.components):
-            _stop_group(component.process)
-        self.components.clear()
-        try:
-            _sweep(self.token)
-        finally:
-            shutil.rmtree(self.root, ignore_errors=True)
-
-    # -------------------------------------------------------------- X helpers
-
-    def _root_property(self, name: str) -> list[int] | None:
-        from Xlib import X, display, error
-
-        try:
-            connection = display.Display(self.display)
-        except Exception:
-            return None
-        try:
-            atom = connection.intern_atom(name)
-            prop = connection.screen().root.get_full_property(atom, X.AnyPropertyType)
-            return None if prop is None else list(prop.value)
-        except error.XError:
-            return None
-        finally:
-            connection.close()
-
-    def _has_window_manager(self) -> bool:
-        return bool(self._root_property("_NET_SUPPORTING_WM_CHECK"))
-
-    def _client_list(self) -> list[int]:
-        return self._root_property("_NET_CLIENT_LIST") or []
+        super().stop()
 
 
 @contextlib.contextmanager
 def headless_desktop(*, keyring: bool = False) -> Iterator[Desktop]:
-    """Start the desktop (see the module docstring), yield it, and stop all of it."""
-    for binary in PACKAGES:
-        require(binary)
-    _sweep_orphans()
-    token = f"{os.getpid()}-{secrets.token_hex(8)}"
-    root = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
-    for folder in ("logs", "home", "run", "config", "cache", "data"):
-        (root / folder).mkdir(mode=0o700)
-    env = {name: os.environ[name] for name in INHERITED if name in os.environ}
-    env.update(
-        {
-            MARKER: token,
-            "HOME": str(root / "home"),
-            "XDG_RUNTIME_DIR": str(root / "run"),
-            "XDG_CONFIG_HOME": str(root / "config"),
-            "XDG_CACHE_HOME": str(root / "cache"),
-            "XDG_DATA_HOME": str(root / "data"),
-            "XDG_SESSION_TYPE": "x11",
-            "GDK_BACKEND": "x11",
-            "LANG": os.environ.get("LANG") or "C.UTF-8",
-            # GTK 3 loads its AT-SPI bridge by itself unless NO_AT_BRIDGE is set (it is not
-            # inherited), so GTK_MODULES is not needed: it would only add "Failed to load
-            # module" warnings. Qt publishes its tree only when asked to.
-            "QT_ACCESSIBILITY": "1",
-            # Keep GTK from asking the (absent) dconf and gvfs services on every start.
-            "GSETTINGS_BACKEND": "memory",
-            "GIO_USE_VFS": "local",
-        }
-    )
-    desk = Desktop(root=root, token=token, env=env)
-    try:
-        desk._start_x()
-        desk._start_bus()
-        desk._start_window_manager()
-        desk._start_accessibility()
+    """Start the desktop (and the keyring when ``keyring``), yield it, and stop all of it."""
+    with _base.headless_desktop(Desktop) as desk:
         if keyring:
             desk.start_keyring()
         yield desk
-    finally:
-        desk.stop()
 
 
 # A pytest session fixture. Several test modules (and conftest.py) may import it: they all
@@ -525,138 +115,3 @@ def desktop() -> Iterator[Desktop]:
         if _shared["users"] == 0:
             _shared.pop("desktop")
             _shared.pop("stack").close()
-
-
-# ------------------------------------------------------------------ processes
-
-
-def _stop_group(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the process's whole group, then SIGKILL what is left after a grace period."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=STOP_TIMEOUT_S)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=STOP_TIMEOUT_S)
-
-
-def _markers() -> Iterator[tuple[int, str]]:
-    """(pid, marker value) of every live process started by some test desktop."""
-    prefix = f"{MARKER}=".encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            for variable in (entry / "environ").read_bytes().split(b"\0"):
-                if variable.startswith(prefix):
-                    state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                    if state != "Z":
-                        yield int(entry.name), variable[len(prefix) :].decode()
-                    break
-        except OSError:
-            continue
-
-
-def marked_processes(token: str) -> list[int]:
-    """Pids of live processes whose environment carries this desktop's marker."""
-    return [pid for pid, value in _markers() if value == token]
-
-
-def _sweep_orphans() -> None:
-    """Remove what desktops of test runs that died (SIGKILL, a CI timeout) left behind.
-
-    Markers are "<owner pid>-<random>" and folders "backscroll-desktop-<owner pid>-…"; an
-    owner that no longer exists cannot clean up after itself.
-    """
-
-    def dead(owner: str) -> bool:
-        return owner.isdigit() and not Path(f"/proc/{owner}").exists()
-
-    for pid, value in _markers():
-        if dead(value.split("-", 1)[0]):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-    for folder in Path(tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*-*"):
-        if dead(folder.name[len(FOLDER_PREFIX) :].split("-", 1)[0]):
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-def _sweep(token: str) -> None:
-    """Kill what the components spawned outside their process groups."""
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    while pids := marked_processes(token):
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        if time.monotonic() > deadline:
-            raise DesktopError(f"processes of the test desktop survived SIGKILL: {pids}")
-        time.sleep(0.02)
-
-
-def _mss(display: str) -> Any:
-    import mss
-
-    # mss >= 10.2 names the class MSS; older versions only have the factory.
-    return (getattr(mss, "MSS", None) or mss.mss)(display=display)
-
-
-# ---------------------------------------------------------------------- D-Bus
-
-
-def _variant(signature: str, value: Any) -> Any:
-    from dbus_fast import Variant
-
-    return Variant(signature, value)
-
-
-def _call(
-    address: str,
-    destination: str,
-    path: str,
-    interface: str,
-    member: str,
-    signature: str = "",
-    body: Sequence[Any] = (),
-    *,
-    timeout: float = 5.0,
-) -> list[Any]:
-    """One blocking D-Bus method call on the bus at ``address``; its reply body."""
-    from dbus_fast import Message, MessageType
-    from dbus_fast.aio import MessageBus
-
-    async def call() -> list[Any]:
-        bus = await MessageBus(bus_address=address).connect()
-        try:
-            reply = await bus.call(
-                Message(
-                    destination=destination,
-                    path=path,
-                    interface=interface,
-                    member=member,
-                    signature=signature,
-                    body=list(body),
-                )
-            )
-        finally:
-            bus.disconnect()
-        assert reply is not None
-        if reply.message_type == MessageType.ERROR:
-            raise DesktopError(f"{destination} {member}: {reply.error_name} {reply.body}")
-        return list(reply.body)
-
-    return asyncio.run(asyncio.wait_for(call(), timeout))
-
-
-def _name_has_owner(address: str, name: str) -> bool:
-    reply = _call(
-        address,
-        "org.freedesktop.DBus",
-        "/org/freedesktop/DBus",
-        "org.freedesktop.DBus",
-        "NameHasOwner",
-        "s",
-        [name],
-    )
-    return bool(reply[0])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from backscroll.cli.capture import register as register_capture
+from backscroll.cli.first_run import register as register_first_run
 from backscroll.cli.manage import register as register_manage
 from backscroll.cli.read import register as register_read
 from backscroll.cli.recall import register as register_recall
@@ -17,6 +18,7 @@ app = typer.Typer(
     add_completion=False,
 )
 register_capture(app)
+register_first_run(app)
 register_read(app)
 register_manage(app)
 register_recall(app)

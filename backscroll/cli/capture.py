@@ -26,8 +26,13 @@ def start(
     home: Home = None,
 ) -> None:
     """Run the capture daemon in the foreground; Ctrl-C stops it after the frame in hand."""
+    import signal
+
+    from backscroll.home import ensure_dir
     from capture.daemon import Daemon
 
+    if log_file:
+        ensure_dir(log_file.parent)
     handler: logging.Handler = (
         logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
     )
@@ -36,4 +41,7 @@ def start(
     root.addHandler(handler)
     root.setLevel(logging.INFO)
     logging.getLogger("watchfiles").setLevel(logging.WARNING)  # one line per change is noise
-    Daemon(home, interval=interval).run()
+    daemon = Daemon(home, interval=interval)
+    # Service managers stop with SIGTERM (launchd, Task Scheduler): stop as cleanly as Ctrl-C.
+    signal.signal(signal.SIGTERM, lambda *_: daemon.stop())
+    daemon.run()
