@@ -97,19 +97,11 @@ class MemoryStore:
 
         return FrameCrypto(key)
 
-    def _decrypt(self, frame_id: int, blob: bytes) -> str | None:
-        from backscroll.errors import DecryptionError
-
-        if self.crypto is None:
-            return None
-        try:
-            return self.crypto.decrypt_text(frame_id, blob)
-        except DecryptionError:
-            return None
-
     def searcher(self) -> Searcher:
-        blind = self.crypto.blind_token if self.crypto else None
-        return Searcher(self.views, self._decrypt, blind)
+        crypto = self.crypto
+        if crypto is None:
+            return Searcher(self.views)
+        return Searcher(self.views, crypto.decrypt_text, crypto.blind_token)
 
     def search(
         self,
@@ -147,12 +139,14 @@ class MemoryStore:
         if not hit.thumb_encrypted:
             return data
         if self.crypto is None:
+            hit.problem = f"frame {hit.id}: the encryption key is not available"
             return None
         from backscroll.errors import DecryptionError
 
         try:
             return self.crypto.decrypt_thumb(hit.id, data)
-        except DecryptionError:
+        except DecryptionError as exc:
+            hit.problem = str(exc)
             return None
 
     # -- appending control events ----------------------------------------------------------

@@ -77,7 +77,8 @@ def show_text(hit: Hit) -> str:
         f"#{hit.id}  {_stamp(hit.when)}  [{hit.app}] — {hit.title}",
         f"text_source: {hit.text_source}   encrypted: {str(hit.encrypted).lower()}   "
         f"reason: {hit.reason}   thumbnail: {'yes' if hit.thumb else 'no'}",
-        "",
-        hit.text or "",
     ]
+    if hit.problem:
+        lines.append(f"problem: {hit.problem}")
+    lines += ["", hit.text or ""]
     return "\n".join(lines)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from backscroll import tokens
-from backscroll.errors import NotFoundError
+from backscroll.errors import DecryptionError, NotFoundError
 from projector.schema import folded, partition_of
 from projector.state import Deletion, matches
 from query.parse import Term, parse_query
@@ -26,8 +26,8 @@ from query.views import ViewReader
 if TYPE_CHECKING:
     import tantivy
 
-Decrypt = Callable[[int, bytes], str | None]
-"""Decrypts a frame's text; None when the key is missing or the ciphertext is damaged."""
+Decrypt = Callable[[int, bytes], str]
+"""Decrypts a frame's text; raises DecryptionError when it does not open."""
 
 SNIPPET_CHARS = 160
 _SPACES = re.compile(r"\s+")
@@ -46,6 +46,8 @@ class Hit(msgspec.Struct, kw_only=True):
     snippet: str = ""
     score: float = 0.0
     text: str | None = None
+    problem: str | None = None
+    """Why the text (or thumbnail) could not be read, when it could not."""
 
 
 class Window(msgspec.Struct, frozen=True):
@@ -128,7 +130,7 @@ class Searcher:
                 doc = searcher.doc(address)
                 hit = self._hit(doc, 0.0)
                 if self._visible(hit, pending):
-                    hit.text = self._text(hit, doc)
+                    hit.text = self._text(hit)
                     return hit
         raise NotFoundError(f"no frame #{frame_id} (it may have been deleted or expired)")
 
@@ -216,11 +218,20 @@ class Searcher:
         return all(len(t.words) == 1 or _contains(words, t.words) for t in terms)
 
     def _decrypted(self, hit: Hit) -> str | None:
+        """The frame's text; for an encrypted frame that does not open (no key, a wrong key,
+        tampered or moved ciphertext) None, with the reason in ``hit.problem``."""
         if not isinstance(hit.text, bytes):
             return hit.text
-        return self.decrypt(hit.id, hit.text) if self.decrypt else None
+        if self.decrypt is None:
+            hit.problem = f"frame {hit.id}: the encryption key is not available"
+            return None
+        try:
+            return self.decrypt(hit.id, hit.text)
+        except DecryptionError as exc:
+            hit.problem = str(exc)
+            return None
 
-    def _text(self, hit: Hit, doc: tantivy.Document) -> str:
+    def _text(self, hit: Hit) -> str:
         return self._decrypted(hit) or "" if hit.encrypted else (hit.text or "")
 
     def _with_snippet(self, hit: Hit, terms: list[Term]) -> Hit:

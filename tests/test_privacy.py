@@ -152,3 +152,51 @@ def test_frame_ids_never_restart_after_everything_is_cleared(backscroll_home: Pa
         delete(store)
         import_frames(store, [frame(0, "C", "c", "three")])
         assert store.timeline()[0].id > last
+
+
+def test_tampered_and_moved_ciphertexts_are_reported_and_the_rest_keeps_working(
+    backscroll_home: Path,
+) -> None:
+    import msgspec
+
+    from eventlog.events import FrameCaptured
+
+    with MemoryStore() as store:
+        store.set_config(encrypt_text=True)
+        import_frames(
+            store,
+            [
+                frame(1, "A", "first", "alpha words"),
+                frame(1, "B", "second", "bravo words"),
+                frame(1, "C", "third", "charlie words"),
+            ],
+        )
+        ids = {h.app: h.id for h in store.timeline()}
+        blobs = {}
+
+        def meddle(offset: int, event: object) -> object:
+            if not isinstance(event, FrameCaptured):
+                return event
+            blobs[event.app] = event.ciphertext
+            if event.app == "A":  # one flipped byte
+                flipped = bytes([event.ciphertext[-1] ^ 1])
+                return msgspec.structs.replace(event, ciphertext=event.ciphertext[:-1] + flipped)
+            if event.app == "B":  # A's ciphertext moved onto B
+                return msgspec.structs.replace(event, ciphertext=blobs["A"])
+            return event
+
+        store.log.compact(meddle)
+        rebuild_views(store)
+        tampered, moved, intact = (store.get(ids[app]) for app in "ABC")
+        assert tampered.text == "" and f"frame {ids['A']}" in (tampered.problem or "")
+        assert moved.text == "" and moved.problem
+        assert intact.text == "charlie words" and intact.problem is None
+        assert [h.app for h in store.search("charlie")] == ["C"]
+    (backscroll_home / "key").write_bytes(b"\x00" * 32)  # a different key in its place
+    with MemoryStore() as store:
+        hit = store.get(ids["C"])
+        assert hit.text == "" and "not available" in (hit.problem or "")
+        assert [h.app for h in store.search("third")] == ["C"]  # titles still search
+        from backscroll.status import collect
+
+        assert collect(store)["key_problem"]
