@@ -13,6 +13,7 @@ _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(AnyEvent)
 
 CODE_TYPES: dict[int, type[Event]] = {code: cls for cls, code in TYPE_CODES.items()}
+TAG_TYPES: dict[object, type[Event]] = {cls.__struct_config__.tag: cls for cls in EVENT_TYPES}
 CURRENT_VERSION: dict[type[Event], int] = {
     cls: next(f.default for f in msgspec.structs.fields(cls) if f.name == "v")
     for cls in EVENT_TYPES
@@ -33,7 +34,16 @@ def encode(event: Event) -> bytes:
 
 def decode(payload: bytes | memoryview) -> Event:
     """Decode a record's payload into the current version of its event."""
-    event: Event = _decoder.decode(payload)
+    try:
+        event: Event = _decoder.decode(payload)
+    except msgspec.ValidationError:
+        # A breaking change (a field renamed or made required) means an old record may not
+        # fit the current struct at all: upcast its raw map first.
+        data = msgspec.msgpack.decode(payload)
+        cls = TAG_TYPES.get(data.get("k")) if isinstance(data, dict) else None
+        if cls is None or int(data.get("v", 1)) >= CURRENT_VERSION[cls]:
+            raise
+        return _upcast(cls, data)
     if event.v == CURRENT_VERSION[type(event)]:
         return event
     return _upcast(type(event), msgspec.msgpack.decode(payload))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import json
 import logging
 import os
@@ -169,9 +170,14 @@ class Log:
         if not segments:
             return 0
         last = segments[-1]
-        if last.sealed:
-            return _sealed_header(last.path).end_offset
-        scan = scan_records(last.path.read_bytes(), HEADER.size, last.path.name, last.base - 1)
+        try:
+            if last.sealed:
+                return _sealed_header(last.path).end_offset
+            data = last.path.read_bytes()
+        except FileNotFoundError:
+            # A roll or compaction swapped the segment away while we listed: list again.
+            return self.next_offset()
+        scan = scan_records(data, HEADER.size, last.path.name, last.base - 1)
         return scan.records[-1][1].offset + 1 if scan.records else last.base
 
     def reader(self, start: int = 0) -> LogReader:
@@ -264,8 +270,9 @@ class Log:
             return cached
         data = path.read_bytes()
         scan = scan_records(data, HEADER.size, path.name, _base_of(path) - 1)
-        if scan.torn:
-            self._keep_torn_tail(path, data, scan.end)
+        if scan.torn or len(data) < HEADER.size:
+            # A short file is a crash while its header was written: all of it is torn.
+            self._keep_torn_tail(path, data, scan.end if len(data) >= HEADER.size else 0)
         for problem in scan.problems:
             log.warning("event log: %s", problem)
         try:
@@ -279,7 +286,14 @@ class Log:
     def _keep_torn_tail(self, path: Path, data: bytes, end: int) -> None:
         """Copy the torn bytes aside, then truncate: recovery never silently drops bytes."""
         aside = path.with_name(f"{path.name}.{end}{TORN_SUFFIX}")
+        for n in itertools.count(1):  # torn twice at the same place: keep both
+            if not aside.exists():
+                break
+            aside = path.with_name(f"{path.name}.{end}.{n}{TORN_SUFFIX}")
         write_file(self.fs, aside, data[end:])
+        # The copy must be durable before the truncation is: a power cut between them
+        # would otherwise lose the torn bytes.
+        self.fs.fsync_dir(self.path)
         f = self.fs.append(path)
         try:
             f.truncate(max(end, HEADER.size) if len(data) >= HEADER.size else 0)
@@ -289,7 +303,6 @@ class Log:
             f.fsync()
         finally:
             f.close()
-        self.fs.fsync_dir(self.path)
         log.warning(
             "event log: torn tail of %d bytes in %s kept aside as %s",
             len(data) - end,
@@ -408,6 +421,13 @@ class Log:
 
     def verify(self) -> list[Problem]:
         """Check every segment's header, framing, CRCs and the order of offsets."""
+        while True:
+            try:
+                return self._verify_once()
+            except FileNotFoundError:
+                continue  # a roll or compaction swapped a segment away: check again
+
+    def _verify_once(self) -> list[Problem]:
         problems: list[Problem] = []
         if (self.path / MANIFEST_NAME).exists():
             problems.append(Problem(MANIFEST_NAME, 0, None, "an interrupted compaction is pending"))
@@ -442,7 +462,11 @@ class Log:
         return problems
 
     def disk_bytes(self) -> int:
-        return sum(s.path.stat().st_size for s in self.segments())
+        while True:
+            try:
+                return sum(s.path.stat().st_size for s in self.segments())
+            except FileNotFoundError:
+                continue  # a roll or compaction swapped a segment away: count again
 
 
 class LogReader:

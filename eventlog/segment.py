@@ -207,6 +207,9 @@ def _sealed_records(
                 if record.offset >= start:
                     yield record
         pos = stop
+    if pos < end and problems is not None:
+        # Too short even for a block header: the segment was cut inside its last block.
+        problems.append(Problem(name, pos, None, f"truncated block ({end - pos} bytes)"))
 
 
 def encode_sealed(header: Header, records: Iterable[Record]) -> bytes:

@@ -1,0 +1,183 @@
+"""A file layer that simulates power cuts, after LevelDB's ``FaultInjectionTestEnv``.
+
+``FaultFS`` performs every write for real (but fsyncs only in its model: the real disk's
+durability is beside the point), and remembers what an fsync has made durable:
+
+- per file, the bytes as of its last ``fsync`` (a file never fsynced is empty);
+- per folder, the names as of its last ``fsync_dir`` (a create, rename or remove not yet
+  followed by ``fsync_dir`` of its folder is not durable).
+
+``power_cut()`` rewrites the real folder to that durable state: unsynced appends are cut off,
+unsynced truncations undone, files whose creation was not made durable deleted, unsynced
+renames and removes undone. Files are tracked by identity, not by name, so a file renamed
+after its last fsync comes back under its old name with its fsynced bytes.
+
+With ``rng``, the cut is less kind, as a real disk may be: a random prefix of the folder's
+unsynced operations survives (journalled filesystems keep them in order), and a random prefix
+of each file's unsynced appended bytes survives (a torn write).
+
+``crash_at=N`` makes the Nth write-side call (create, append, rename, remove, fsync_dir,
+write, fsync, truncate) raise ``PowerCut`` without doing anything, and every later call too:
+the machine is off. Files the log writes without this layer (the ``LOCK`` file) are left alone.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eventlog.fs import FileSystem, WritableFile
+
+
+class PowerCut(Exception):
+    """The simulated machine lost power: nothing more reaches the disk."""
+
+
+@dataclass
+class _Folder:
+    names: dict[str, int]
+    """What the folder holds now: name -> file identity."""
+    durable: dict[str, int]
+    """What it held at its last fsync_dir."""
+    pending: list[tuple[str, str, str | None, int]] = field(default_factory=list)
+    """Unsynced operations in order: ("create" | "rename" | "remove", name, source, file)."""
+
+
+class FaultFile(WritableFile):
+    def __init__(self, fs: FaultFS, path: Path, flags: int, file_id: int) -> None:
+        super().__init__(path, flags)
+        self.fs = fs
+        self.file_id = file_id
+
+    def write(self, data: bytes | memoryview) -> None:
+        self.fs._step("write", self.path)
+        super().write(data)
+        self.fs.content[self.file_id].extend(data)
+
+    def fsync(self) -> None:
+        # The model, not the disk, decides what survives: no real fsync, so sweeps run fast.
+        self.fs._step("fsync", self.path)
+        self.fs.synced[self.file_id] = bytes(self.fs.content[self.file_id])
+
+    def truncate(self, size: int) -> None:
+        self.fs._step("truncate", self.path)
+        super().truncate(size)
+        content = self.fs.content[self.file_id]
+        del content[size:]
+        content.extend(b"\0" * (size - len(content)))
+
+    def close(self) -> None:
+        # Closing changes nothing durable, and must work after the cut so no fd leaks.
+        super().close()
+
+
+class FaultFS(FileSystem):
+    def __init__(self, crash_at: int | None = None) -> None:
+        self.crash_at = crash_at
+        self.calls = 0
+        self.trace: list[str] = []
+        """``"op name"`` of every call made, for failure messages."""
+        self.dead = False
+        self.folders: dict[Path, _Folder] = {}
+        self.content: dict[int, bytearray] = {}
+        self.synced: dict[int, bytes] = {}
+        self._ids = itertools.count()
+
+    # -- the FileSystem interface ----------------------------------------------------------
+
+    def create(self, path: Path) -> WritableFile:
+        self._step("create", path)
+        folder = self._folder(path.parent)
+        file_id = next(self._ids)
+        self.content[file_id] = bytearray()
+        f = FaultFile(self, path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, file_id)
+        folder.names[path.name] = file_id
+        folder.pending.append(("create", path.name, None, file_id))
+        return f
+
+    def append(self, path: Path) -> WritableFile:
+        self._step("append", path)
+        file_id = self._folder(path.parent).names[path.name]
+        return FaultFile(self, path, os.O_WRONLY | os.O_APPEND, file_id)
+
+    def rename(self, src: Path, dst: Path) -> None:
+        self._step("rename", dst)
+        assert src.parent == dst.parent, "the log renames within one folder"
+        folder = self._folder(src.parent)
+        os.replace(src, dst)
+        file_id = folder.names.pop(src.name)
+        folder.names[dst.name] = file_id
+        folder.pending.append(("rename", dst.name, src.name, file_id))
+
+    def remove(self, path: Path) -> None:
+        self._step("remove", path)
+        folder = self._folder(path.parent)
+        path.unlink(missing_ok=True)
+        file_id = folder.names.pop(path.name, None)
+        if file_id is not None:
+            folder.pending.append(("remove", path.name, None, file_id))
+
+    def fsync_dir(self, path: Path) -> None:
+        self._step("fsync_dir", path)
+        folder = self._folder(path)
+        folder.durable = dict(folder.names)
+        folder.pending.clear()
+
+    # -- the power cut ---------------------------------------------------------------------
+
+    def power_cut(self, rng: random.Random | None = None) -> None:
+        """Rewrite every tracked folder to what a machine losing power now would find."""
+        self.dead = True
+        for path, folder in self.folders.items():
+            names = dict(folder.durable)
+            if rng is not None:
+                for op, name, source, file_id in folder.pending[
+                    : rng.randint(0, len(folder.pending))
+                ]:
+                    if op == "rename" and source is not None:
+                        names.pop(source, None)
+                    if op == "remove":
+                        names.pop(name, None)
+                    else:
+                        names[name] = file_id
+            for name in set(folder.names) | set(folder.durable) | set(names):
+                (path / name).unlink(missing_ok=True)
+            for name, file_id in names.items():
+                data = self.synced.get(file_id, b"")
+                now = bytes(self.content.get(file_id, b""))
+                if rng is not None and now.startswith(data) and len(now) > len(data):
+                    data = now[: rng.randint(len(data), len(now))]
+                fd = os.open(path / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                try:
+                    os.write(fd, data)
+                finally:
+                    os.close(fd)
+
+    # -- bookkeeping -----------------------------------------------------------------------
+
+    def _step(self, op: str, path: Path) -> None:
+        if self.dead:
+            raise PowerCut(f"{op} {path.name} after the power cut")
+        self.calls += 1
+        self.trace.append(f"{op} {path.name}")
+        if self.crash_at is not None and self.calls >= self.crash_at:
+            self.dead = True
+            raise PowerCut(f"power cut at call {self.calls}: {op} {path.name}")
+
+    def _folder(self, path: Path) -> _Folder:
+        """The folder's model; what it holds when first seen counts as durable."""
+        folder = self.folders.get(path)
+        if folder is None:
+            names: dict[str, int] = {}
+            for entry in os.scandir(path):
+                if entry.is_file() and entry.name != "LOCK":
+                    file_id = next(self._ids)
+                    data = Path(entry.path).read_bytes()
+                    self.content[file_id] = bytearray(data)
+                    self.synced[file_id] = data
+                    names[entry.name] = file_id
+            folder = self.folders[path] = _Folder(names, dict(names))
+        return folder
