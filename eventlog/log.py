@@ -7,6 +7,7 @@ tail aside before truncating it. A reader that meets a torn tail stops before it
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import fcntl
 import itertools
@@ -26,6 +27,7 @@ from eventlog.events import FRAME_TYPE, Event, FrameCaptured
 from eventlog.format import (
     HEADER,
     KIND_ACTIVE,
+    RECORD,
     SEGMENT_BYTES,
     TORN_SUFFIX,
     parse_segment_name,
@@ -40,8 +42,8 @@ from eventlog.segment import (
     new_active,
     now_us,
     pack_header,
-    pack_record,
     read_sealed,
+    record_header,
     scan_records,
     unpack_header,
     write_file,
@@ -79,6 +81,56 @@ class _Tail(NamedTuple):
     created_us: int
 
 
+class _ActiveIndex:
+    """Offsets and byte positions of an active segment's valid records, extended as the file
+    grows, so following a log re-reads only what was appended (not up to 64 MB a time)."""
+
+    def __init__(self, path: Path, inode: int) -> None:
+        self.path, self.inode = path, inode
+        self.base = _base_of(path)
+        self.offsets: list[int] = []
+        self.positions: list[int] = []
+        self.end = HEADER.size
+        self.size = 0
+        self.problems: list[Problem] = []
+
+    def refresh(self) -> bool:
+        """Scan what was appended since; False when the file was replaced or shrank."""
+        with open(self.path, "rb") as f:
+            stat = os.fstat(f.fileno())
+            if stat.st_ino != self.inode or stat.st_size < self.end:
+                return False
+            self.size = stat.st_size
+            if stat.st_size == self.end:
+                return True
+            f.seek(self.end)
+            data = f.read()
+        after = self.offsets[-1] if self.offsets else self.base - 1
+        scan = scan_records(data, 0, self.path.name, after)
+        for pos, record in scan.records:
+            self.offsets.append(record.offset)
+            self.positions.append(self.end + pos)
+        self.problems += [p._replace(position=self.end + p.position) for p in scan.problems]
+        self.end += scan.end
+        return True
+
+    @property
+    def torn(self) -> bool:
+        return self.size > self.end
+
+    def next_offset(self) -> int:
+        return self.offsets[-1] + 1 if self.offsets else self.base
+
+    def records(self, start: int) -> list[Record]:
+        i = bisect.bisect_left(self.offsets, start)
+        if i == len(self.offsets):
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(self.positions[i])
+            data = f.read(self.end - self.positions[i])
+        return [record for _, record in scan_records(data, 0, self.path.name, start - 1).records]
+
+
 class Batch:
     """Appends collected under the lock and made durable together by one fsync."""
 
@@ -90,7 +142,8 @@ class Batch:
         offset = self.next_offset
         if isinstance(event, FrameCaptured) and event.frame_id != offset:
             raise ValueError(f"frame id {event.frame_id} is not its offset {offset}")
-        self.parts.append(pack_record(codec.type_code(event), offset, codec.encode(event)))
+        payload = codec.encode(event)
+        self.parts += (record_header(codec.type_code(event), offset, payload), payload)
         self.next_offset += 1
         return offset
 
@@ -105,6 +158,7 @@ class Log:
         self._thread_lock = threading.RLock()
         self._lock_fd: int | None = None
         self._tail: _Tail | None = None
+        self._index: _ActiveIndex | None = None
 
     # -- reading (never locks) -------------------------------------------------------------
 
@@ -156,13 +210,20 @@ class Log:
         if segment.sealed:
             yield from read_sealed(segment.path, start, problems)
             return
-        data = segment.path.read_bytes()
-        scan = scan_records(data, HEADER.size, segment.path.name, segment.base - 1)
+        index = self.active_index(segment.path)
         if problems is not None:
-            problems.extend(scan.problems)
-        for _, record in scan.records:
-            if record.offset >= start:
-                yield record
+            problems.extend(index.problems)
+        yield from index.records(start)
+
+    def active_index(self, path: Path) -> _ActiveIndex:
+        """The (cached, refreshed) index of the active segment at ``path``."""
+        with self._thread_lock:
+            index = self._index
+            if index is None or index.path != path or not index.refresh():
+                index = _ActiveIndex(path, path.stat().st_ino)
+                index.refresh()
+                self._index = index
+            return index
 
     def next_offset(self) -> int:
         """The offset the next append will get (as far as a reader can tell)."""
@@ -173,12 +234,10 @@ class Log:
         try:
             if last.sealed:
                 return _sealed_header(last.path).end_offset
-            data = last.path.read_bytes()
+            return self.active_index(last.path).next_offset()
         except FileNotFoundError:
             # A roll or compaction swapped the segment away while we listed: list again.
             return self.next_offset()
-        scan = scan_records(data, HEADER.size, last.path.name, last.base - 1)
-        return scan.records[-1][1].offset + 1 if scan.records else last.base
 
     def reader(self, start: int = 0) -> LogReader:
         return LogReader(self, start)
@@ -268,44 +327,61 @@ class Log:
             )
         ):
             return cached
-        data = path.read_bytes()
-        scan = scan_records(data, HEADER.size, path.name, _base_of(path) - 1)
-        if scan.torn or len(data) < HEADER.size:
+        with open(path, "rb") as f:
+            head = f.read(HEADER.size)
+        if len(head) < HEADER.size:
             # A short file is a crash while its header was written: all of it is torn.
-            self._keep_torn_tail(path, data, scan.end if len(data) >= HEADER.size else 0)
-        for problem in scan.problems:
+            self._keep_torn_tail(path, head, 0)
+            return self._current_tail()
+        index = self.active_index(path)
+        for problem in index.problems:
             log.warning("event log: %s", problem)
+        next_offset = index.next_offset()
+        if index.torn:
+            with open(path, "rb") as f:
+                f.seek(index.end)
+                torn = f.read()
+            self._keep_torn_tail(path, torn, index.end)
+            if _whole_record(torn):
+                # A complete record that fails its check was written whole, so its append
+                # may have returned before it was damaged: never hand its offset out again
+                # (offsets may have gaps; they must never repeat). A cut-off append is short.
+                next_offset += 1
         try:
-            created = unpack_header(data).created_us
+            created = unpack_header(head).created_us
         except ValueError:
             created = int(stat.st_mtime * 1_000_000)
-        next_offset = scan.records[-1][1].offset + 1 if scan.records else _base_of(path)
-        self._tail = _Tail(path, stat.st_ino, scan.end, next_offset, created)
+        size = path.stat().st_size
+        self._tail = _Tail(path, path.stat().st_ino, size, next_offset, created)
         return self._tail
 
-    def _keep_torn_tail(self, path: Path, data: bytes, end: int) -> None:
-        """Copy the torn bytes aside, then truncate: recovery never silently drops bytes."""
+    def _keep_torn_tail(self, path: Path, torn: bytes, end: int) -> None:
+        """Copy the torn bytes aside, then truncate: recovery never silently drops bytes.
+
+        ``end`` is where the valid records end (0 when even the header is incomplete).
+        """
         aside = path.with_name(f"{path.name}.{end}{TORN_SUFFIX}")
         for n in itertools.count(1):  # torn twice at the same place: keep both
             if not aside.exists():
                 break
             aside = path.with_name(f"{path.name}.{end}.{n}{TORN_SUFFIX}")
-        write_file(self.fs, aside, data[end:])
+        write_file(self.fs, aside, torn)
         # The copy must be durable before the truncation is: a power cut between them
         # would otherwise lose the torn bytes.
         self.fs.fsync_dir(self.path)
         f = self.fs.append(path)
         try:
-            f.truncate(max(end, HEADER.size) if len(data) >= HEADER.size else 0)
-            if len(data) < HEADER.size:
+            f.truncate(end)
+            if end == 0:
                 # The crash hit while the header was written: write it again.
                 f.write(pack_header(Header(KIND_ACTIVE, _base_of(path), now_us())))
             f.fsync()
         finally:
             f.close()
+        self._index = None
         log.warning(
             "event log: torn tail of %d bytes in %s kept aside as %s",
-            len(data) - end,
+            len(torn),
             path.name,
             aside.name,
         )
@@ -384,6 +460,9 @@ class Log:
         """Write the new files, commit by writing the manifest, then rename and delete."""
         for name, data in install.items():
             write_file(self.fs, self.path / (name + NEW_SUFFIX), data)
+        # The new files' names must be durable before the commit point: a filesystem that does
+        # not order folder changes could otherwise keep the manifest and lose a new file.
+        self.fs.fsync_dir(self.path)
         manifest = json.dumps({"install": sorted(install), "remove": sorted(remove)}).encode()
         tmp = self.path / (MANIFEST_NAME + NEW_SUFFIX)
         write_file(self.fs, tmp, manifest)
@@ -420,16 +499,33 @@ class Log:
     # -- checking --------------------------------------------------------------------------
 
     def verify(self) -> list[Problem]:
-        """Check every segment's header, framing, CRCs and the order of offsets."""
+        """Check every segment's header, framing, CRCs and the order of offsets.
+
+        While another process holds the append lock, a pending compaction or a partial
+        record at the very end is work in progress, not damage: it is not reported.
+        """
+        writing = self._writer_active()
         while True:
             try:
-                return self._verify_once()
+                return self._verify_once(writing)
             except FileNotFoundError:
                 continue  # a roll or compaction swapped a segment away: check again
 
-    def _verify_once(self) -> list[Problem]:
+    def _writer_active(self) -> bool:
+        if self._lock_fd is not None:
+            return False  # we are the writer
+        fd = os.open(self.path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def _verify_once(self, writing: bool) -> list[Problem]:
         problems: list[Problem] = []
-        if (self.path / MANIFEST_NAME).exists():
+        if (self.path / MANIFEST_NAME).exists() and not writing:
             problems.append(Problem(MANIFEST_NAME, 0, None, "an interrupted compaction is pending"))
         previous = -1
         for segment in self.segments():
@@ -450,7 +546,7 @@ class Log:
             else:
                 scan = scan_records(data, HEADER.size, name, segment.base - 1)
                 problems.extend(scan.problems)
-                if scan.torn:
+                if scan.torn and not writing:
                     problems.append(
                         Problem(name, scan.end, None, f"torn tail of {len(data) - scan.end} bytes")
                     )
@@ -499,6 +595,11 @@ class LogReader:
             stop_event=stop,
         ):
             return
+
+
+def _whole_record(data: bytes) -> bool:
+    """Whether ``data`` starts with as many bytes as its record header declares."""
+    return len(data) >= RECORD.size and len(data) >= RECORD.size + RECORD.unpack_from(data)[0]
 
 
 def _base_of(path: Path) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -61,6 +62,9 @@ class Problem(NamedTuple):
         )
 
 
+_TYPE_OFFSET = struct.Struct("<HQ")  # the checksummed part of a record header
+
+
 class _Captured(msgspec.Struct):
     captured_us: int
 
@@ -106,9 +110,15 @@ def unpack_header(data: bytes) -> Header:
     return Header(kind, base, created, end, lo, hi, frames, controls)
 
 
+def record_header(type_code: int, offset: int, payload: bytes) -> bytes:
+    """The 18 bytes that precede ``payload`` in a record (the CRC runs over type, offset and
+    payload without joining them: a batch writes header and payload as separate parts)."""
+    crc = crc32c.crc32c(payload, crc32c.crc32c(_TYPE_OFFSET.pack(type_code, offset)))
+    return RECORD.pack(len(payload), crc, type_code, offset)
+
+
 def pack_record(type_code: int, offset: int, payload: bytes) -> bytes:
-    body = RECORD.pack(len(payload), 0, type_code, offset)[8:] + payload
-    return RECORD.pack(len(payload), crc32c.crc32c(body), type_code, offset)[:8] + body
+    return record_header(type_code, offset, payload) + payload
 
 
 def _record_at(buf: bytes, pos: int, end: int, after: int) -> tuple[Record, int] | None:

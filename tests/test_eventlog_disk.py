@@ -26,6 +26,7 @@ import eventlog.segment
 from eventlog import ConfigChanged, Event, FrameCaptured, FramesDeleted, Log
 from eventlog.format import BLOCK, HEADER, NAME_DIGITS
 from eventlog.fs import FileSystem, WritableFile
+from eventlog.log import _whole_record
 from eventlog.segment import Problem, scan_records, unpack_header
 
 DAY_US = 86_400_000_000
@@ -391,7 +392,9 @@ def test_a_torn_active_segment_is_read_up_to_the_tear_and_the_next_writer_keeps_
 
     offset = append_frame(damaged)
 
-    assert offset == readable[-1] + 1
+    # A tear holding a whole record may be an acknowledged record damaged since: its offset
+    # is skipped, never handed out again.
+    assert offset == readable[-1] + 1 + _whole_record(torn[tear:])
     aside = list(path.parent.glob("*.torn"))
     if cut != tear:
         assert [p.name for p in aside] == [f"{path.name}.{tear}.torn"]
