@@ -122,6 +122,10 @@ def test_switching_windows_records_ocr_and_accessibility_text(
         assert (hit.app, hit.text_source) == ("XTerm", "ocr")
         assert {h.text_source for h in store.search("quarterly invoice")} == {"ax"}
     assert daemon.status()["daemon"]["state"] == "running"
+    daemon.stop()
+    logged = daemon.log.read_text()
+    for seen in ("ECONNREFUSED", "quarterly", "server log", "Invoice"):
+        assert seen not in logged, "the daemon's log holds screen text or a title"
 
 
 def test_a_counter_in_the_title_is_ignored_but_new_words_are_captured(
@@ -268,3 +272,28 @@ def test_a_killed_daemon_restarts_consistent_and_the_gap_shows_as_a_crash(
     desktop.activate(windows[0].window_id)
     wait_for(lambda: len(daemon.frames()) > before, "capture after the restart")
     assert "crashed" in daemon.cli("log", "--kind", "dstart")
+
+
+def test_ocr_failing_on_a_frame_costs_only_that_frame_s_text(
+    desktop: Desktop, daemon: Daemon, tmp_path: Path
+) -> None:
+    # A tesseract that starts and lists its languages, then fails on every image.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "tesseract"
+    real = subprocess.run(["which", "tesseract"], capture_output=True, text=True).stdout.strip()
+    fake.write_text(
+        f'#!/bin/sh\ncase "$1" in --list-langs|--version) exec {real} "$@";; esac\n'
+        'echo "simulated failure" >&2\nexit 1\n'
+    )
+    fake.chmod(0o755)
+    daemon.env["PATH"] = f"{bin_dir}:{daemon.env['PATH']}"
+    first = desktop.open_xterm(["text only OCR could read"], "first")
+    second = desktop.open_xterm(["more of it"], "second")
+    desktop.activate(first.window_id)
+    daemon.start()
+    wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+    desktop.activate(second.window_id)
+    wait_for(lambda: len(daemon.frames()) == 2, "capture going on after OCR failed")
+    assert {f.text_source for f in daemon.frames()} == {"none"}
+    assert "OCR failed on one frame" in daemon.log.read_text()
