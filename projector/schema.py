@@ -5,10 +5,10 @@ Fields:
     id_s        raw text                      the same id, for exact term deletes
     ts          date, stored, indexed, fast   capture time: range filters and time order
     app, title  text (words), stored          searchable words of the app name and title
-    app_lc,     raw text                      the app name and title, normalised and lowercased
-    title_lc                                  as one term each: the spec's ``app`` filter is a
-                                              case-insensitive substring of either, answered by
-                                              a regex over these terms (3-grams of the title
+    app_lc      raw text                      the app name, normalised and lowercased, as one
+                                              term: the ``app`` filter is a contains-regex over
+                                              these few terms, and word prefixes over titles
+                                              (query/search.py; 3-grams of app and title
                                               answered it too, but cost 35% of indexing speed)
     text        text (words, positions)       plaintext frames only; never stored here
     body        bytes, stored, not indexed    UTF-8 plaintext for snippets (a stored text
@@ -33,7 +33,7 @@ from eventlog.events import FrameCaptured
 if TYPE_CHECKING:
     import tantivy
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def build_schema() -> tantivy.Schema:
@@ -46,7 +46,6 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field("app", stored=True, tokenizer_name=tokens.ANALYZER_NAME)
     sb.add_text_field("title", stored=True, tokenizer_name=tokens.ANALYZER_NAME)
     sb.add_text_field("app_lc", tokenizer_name="raw", index_option="basic")
-    sb.add_text_field("title_lc", tokenizer_name="raw", index_option="basic")
     sb.add_text_field("text", tokenizer_name=tokens.ANALYZER_NAME, index_option="position")
     sb.add_bytes_field("body", stored=True)
     sb.add_bytes_field("cipher", stored=True)
@@ -81,7 +80,6 @@ def frame_document(frame: FrameCaptured, schema: tantivy.Schema) -> tantivy.Docu
         "app": tokens.normalize(frame.app),
         "title": tokens.normalize(frame.title),
         "app_lc": folded(frame.app),
-        "title_lc": folded(frame.title),
         "source": frame.text_source,
         "enc": int(frame.encrypted),
         "thumb_enc": int(frame.thumb_encrypted),
