@@ -137,7 +137,7 @@ def _rewrite_frame(
                 store.home, frame.frame_id, frame.captured_us, data, want_thumb_enc
             )
             stale.append(frame.thumb)
-            changes.update(thumb=rel, thumb_encrypted=want_thumb_enc)
+            changes.update(thumb=rel, thumb_encrypted=want_thumb_enc, thumb_bytes=len(data))
     if frame.thumb and "thumb" not in changes:
         # A run interrupted after its compaction left the other form behind: remove it now.
         other = frame.thumb.removesuffix(".enc") if frame.thumb_encrypted else frame.thumb + ".enc"

@@ -50,7 +50,8 @@ def _delete_before(store: MemoryStore, projector: Projector, cutoff_us: int, rea
 
 def _used_bytes(store: MemoryStore) -> int:
     layout = store.layout
-    return dir_bytes(layout.log) + dir_bytes(layout.views) + dir_bytes(layout.thumbs)
+    thumbs = store.state().totals().thumb_bytes  # from the events: no walk over every file
+    return dir_bytes(layout.log) + dir_bytes(layout.views) + thumbs
 
 
 def _capture_time_of_nth_oldest(store: MemoryStore, n: int) -> int:

@@ -57,12 +57,14 @@ def record_frame(
                 counts[kind] = counts.get(kind, 0) + n
     encrypt_text = config.encrypt_text and crypto is not None
     thumb = thumb_encrypted = None
+    thumb_bytes = 0
     if seen.jpeg is not None:
         thumb_encrypted = config.encrypt_thumbnails and crypto is not None
         data = (
             crypto.encrypt_thumb(frame_id, seen.jpeg) if thumb_encrypted and crypto else seen.jpeg
         )
         thumb = write_thumbnail(home, frame_id, seen.captured_us, data, bool(thumb_encrypted))
+        thumb_bytes = len(data)
     frame = FrameCaptured(
         ts_us=now_us(),
         frame_id=frame_id,
@@ -77,6 +79,7 @@ def record_frame(
         blind_tokens=crypto.blind_tokens(text) if encrypt_text and crypto else (),
         thumb=thumb,
         thumb_encrypted=bool(thumb_encrypted),
+        thumb_bytes=thumb_bytes,
         reason=seen.reason,
         redactions=counts,
         signature=seen.signature,

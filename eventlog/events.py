@@ -45,6 +45,8 @@ class FrameCaptured(Event, frozen=True, tag="frame"):
     thumb: str | None = None
     """Path of the thumbnail relative to the home (``thumbs/YYYY-MM-DD/<id>.jpg[.enc]``)."""
     thumb_encrypted: bool = False
+    thumb_bytes: int = 0
+    """The thumbnail file's size, so ``status`` need not walk a folder per day."""
     reason: CaptureReason = "start"
     redactions: dict[str, int] = {}
     signature: bytes = b""

@@ -25,6 +25,7 @@ Fields:
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from backscroll import tokens
@@ -96,7 +97,16 @@ def frame_document(frame: FrameCaptured, schema: tantivy.Schema) -> tantivy.Docu
     return tantivy.Document.from_dict(fields, schema)
 
 
+DAY_US = 86_400_000_000
+
+
 def partition_of(captured_us: int) -> str:
     """Partitions are calendar months (UTC) of capture time: retention and scoped deletion
     rebuild only the months they touch, and a search fans out over ~17 indexes in 500 days."""
-    return datetime.fromtimestamp(captured_us / 1_000_000, UTC).strftime("%Y-%m")
+    return _month_of_day(captured_us // DAY_US)
+
+
+@cache
+def _month_of_day(day: int) -> str:
+    # Per day, cached: formatting a date for every frame was 11% of a rebuild.
+    return datetime.fromtimestamp(day * 86_400, UTC).strftime("%Y-%m")

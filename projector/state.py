@@ -39,6 +39,7 @@ class FrameStats(msgspec.Struct):
     encrypted_text: int = 0
     thumbnails: int = 0
     encrypted_thumbnails: int = 0
+    thumb_bytes: int = 0
     oldest_us: int = 0
     newest_us: int = 0
     apps: dict[str, int] = {}
@@ -49,6 +50,7 @@ class FrameStats(msgspec.Struct):
         self.encrypted_text += frame.encrypted
         self.thumbnails += frame.thumb is not None
         self.encrypted_thumbnails += frame.thumb is not None and frame.thumb_encrypted
+        self.thumb_bytes += frame.thumb_bytes
         t = frame.captured_us
         self.oldest_us = t if self.frames == 1 else min(self.oldest_us, t)
         self.newest_us = max(self.newest_us, t)
@@ -162,6 +164,7 @@ class State(msgspec.Struct):
             total.encrypted_text += stats.encrypted_text
             total.thumbnails += stats.thumbnails
             total.encrypted_thumbnails += stats.encrypted_thumbnails
+            total.thumb_bytes += stats.thumb_bytes
             if stats.frames:
                 first = total.oldest_us == 0
                 total.oldest_us = (

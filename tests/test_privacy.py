@@ -200,3 +200,26 @@ def test_tampered_and_moved_ciphertexts_are_reported_and_the_rest_keeps_working(
         from backscroll.status import collect
 
         assert collect(store)["key_problem"]
+
+
+def test_the_storage_cap_deletes_oldest_first_down_to_ninety_percent(
+    backscroll_home: Path, picture: Path
+) -> None:
+    from capture.housekeeping import _used_bytes
+
+    with MemoryStore() as store:
+        big = "filler " * 3000
+        import_frames(
+            store, [frame(20 - i * 0.1, "App", f"t{i}", f"{big} n{i}", picture) for i in range(120)]
+        )
+        used = _used_bytes(store)
+        cap_mb = max(1, int(used * 0.6 / 1_000_000))
+        store.set_config(storage_cap_mb=cap_mb)
+        with store.projector() as projector:
+            housekeep(store, projector, store.config)
+        assert _used_bytes(store) <= cap_mb * 1_000_000
+        kept = sorted(h.id for h in store.timeline(limit=1000))
+        assert kept and kept[-1] == max(kept) and len(kept) < 120
+        assert store.search("n119") and not store.search("n0")  # the oldest went first
+        reasons = [d.reason for d in store.state().deletions]
+        assert reasons and set(reasons) == {"storage_cap"}
