@@ -69,8 +69,11 @@ class MemoryStore:
                 projector.catch_up(progress)
                 self.lag = 0
         except LockedError:
-            position = self.views.state().position
-            self.lag = max(0, self.log.next_offset() - 1 - position)
+            state = self.views.state()
+            if self.log.mark() == state.log_mark:
+                self.lag = 0
+            else:
+                self.lag = max(0, self.log.next_offset() - 1 - state.position)
 
     def state(self) -> State:
         return self.views.state()

@@ -239,6 +239,17 @@ class Log:
             # A roll or compaction swapped the segment away while we listed: list again.
             return self.next_offset()
 
+    def mark(self) -> tuple[str, int] | None:
+        """The last segment's name and size: unchanged means nothing was appended."""
+        while True:
+            segments = self.segments()
+            if not segments:
+                return None
+            try:
+                return segments[-1].path.name, segments[-1].path.stat().st_size
+            except FileNotFoundError:
+                continue  # swapped away by a roll or compaction while we listed
+
     def reader(self, start: int = 0) -> LogReader:
         return LogReader(self, start)
 

@@ -43,6 +43,9 @@ class MemoryLog:
     def next_offset(self) -> int:
         return self._next
 
+    def mark(self) -> tuple[str, int] | None:
+        return ("memory", self._next) if self._records else None
+
     def reader(self, start: int = 0) -> MemoryReader:
         return MemoryReader(self, start)
 

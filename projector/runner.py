@@ -86,9 +86,17 @@ class Projector:
     # -- catching up -----------------------------------------------------------------------
 
     def catch_up(self, progress: Progress | None = None) -> int:
-        """Apply every new event, committing every ~1,000 events or 1.5 s; then purge."""
+        """Apply every new event, committing every ~1,000 events or 1.5 s; then purge.
+
+        When the log's last segment has not changed since the last catch-up began, nothing
+        was appended: return at once, without reading (a command's start-up would otherwise
+        re-scan up to 64 MB of active segment to learn that).
+        """
+        mark = self.log.mark()
+        if mark == self.state.log_mark and not self.state.pending_deletions():
+            return 0
         start = self.position + 1
-        total = max(0, self.log.next_offset() - start)
+        total = max(0, self.log.next_offset() - start) if progress else 0
         done = 0
         pending = 0
         last_commit = time.monotonic()
@@ -109,6 +117,8 @@ class Projector:
         if progress:
             progress(done, max(total, done))
         self.execute_pending()
+        self.state.log_mark = self.log.mark() if self.state.pending_deletions() else mark
+        self.state.save(self.layout.views)
         return done
 
     def follow(self, stop: threading.Event, on_idle: Callable[[], None] | None = None) -> None:

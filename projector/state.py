@@ -109,6 +109,8 @@ class State(msgspec.Struct):
     reindexes: list[Reindex] = []
     key_fingerprint: str | None = None
     key_store: str | None = None
+    log_mark: tuple[str, int] | None = None
+    """The log's last segment (name, size) when the views last caught up with all of it."""
 
     def apply(self, offset: int, event: Event) -> None:
         match event:
