@@ -147,3 +147,15 @@ def test_a_projector_killed_while_catching_up_always_resumes_consistent(
         from backscroll.verify import verify_store
 
         assert verify_store(store) == []
+
+
+def test_a_long_lived_reader_sees_new_commits_without_reopening(backscroll_home: Path) -> None:
+    from query.search import Searcher
+    from query.views import ViewReader
+
+    with MemoryStore() as store:
+        import_frames(store, lines(20))
+        reader = Searcher(ViewReader(backscroll_home))
+        assert reader.search("unique3") and not reader.search("unique25")
+        import_frames(store, lines(30)[20:])
+        assert reader.search("unique25")
