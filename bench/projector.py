@@ -14,7 +14,7 @@ redaction runs) into stores cached under /work/bench-data (see ``bench/_corpus.p
   ceiling run in the same process: bare tantivy-py indexing the very documents
   (``projector.schema.frame_document``, built before the clock starts) with the same schema,
   analyzer, month partitions, ``WRITER_HEAP``, ``WRITER_THREADS`` and commit policy (one
-  commit per partition, then ``wait_merging_threads``, as ``build_partition`` does). Rounds
+  commit per partition, then ``wait_merging_threads``, as ``SearchWriter.rebuild`` does). Rounds
   alternate; the median round is reported. Targets: >= 0.8 of bare and >= 15,000 frames/s.
   The cost of each step alone (log decode, state, document build) and a cProfile of one
   rebuild say where the time goes.
@@ -177,7 +177,7 @@ def documents(frames: list[Any]) -> dict[str, list[Any]]:
 
 
 def bare_index(docs_by_month: dict[str, list[Any]], folder: Path) -> Clock:
-    """Index prepared documents exactly as ``build_partition`` does: the ceiling."""
+    """Index prepared documents exactly as ``SearchWriter.rebuild`` does: the ceiling."""
     from backscroll.home import ensure_dir
     from projector.schema import build_schema
     from projector.search import WRITER_HEAP, WRITER_THREADS, open_index

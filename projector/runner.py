@@ -14,7 +14,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -193,17 +193,19 @@ class Projector:
         if not months:
             return
         self._commit(self.position)
-        by_month: dict[str, list[FrameCaptured]] = {m: [] for m in months}
         stats = {m: FrameStats() for m in months}
-        for offset, event in self.log.read(types={FRAME_TYPE}):
-            if offset > self.position:
-                break
-            assert isinstance(event, FrameCaptured)
-            month = partition_of(event.captured_us)
-            if month in by_month:
-                by_month[month].append(event)
-                stats[month].add(event)
-        self.search.rebuild(dict(by_month.items()))
+
+        def frames() -> Iterator[FrameCaptured]:
+            for offset, event in self.log.read(types={FRAME_TYPE}):
+                if offset > self.position:
+                    return
+                assert isinstance(event, FrameCaptured)
+                month = partition_of(event.captured_us)
+                if month in stats:
+                    stats[month].add(event)
+                    yield event
+
+        self.search.rebuild(frames(), months)
         for month in months:
             if stats[month].frames:
                 self.state.partitions[month] = stats[month]
@@ -230,22 +232,23 @@ class Projector:
     # -- full rebuild ----------------------------------------------------------------------
 
     def rebuild_all(self, progress: Progress | None = None) -> None:
-        """Replay the whole log into new generations of every view, then switch."""
-        by_month: dict[str, list[FrameCaptured]] = {}
+        """Replay the whole log into new generations of every view, then switch. Streamed:
+        Tantivy indexes while the log is still being read, and no frame is held longer."""
         state = State()
-        total = self.log.next_offset()
+        total = self.log.next_offset() if progress else 0
         done = 0
-        for offset, event in self.log.read():
-            if isinstance(event, FrameCaptured):
-                by_month.setdefault(partition_of(event.captured_us), []).append(event)
-            state.apply(offset, event)
-            done += 1
-            if progress and done % BATCH_EVENTS == 0:
-                progress(done, total)
-        stale: dict[str, list[FrameCaptured]] = {
-            m: [] for m in self.search.manifest.partitions if m not in by_month
-        }
-        self.search.rebuild({**by_month, **stale})
+
+        def frames() -> Iterator[FrameCaptured]:
+            nonlocal done
+            for offset, event in self.log.read():
+                state.apply(offset, event)
+                done += 1
+                if progress and done % BATCH_EVENTS == 0:
+                    progress(done, total)
+                if isinstance(event, FrameCaptured):
+                    yield event
+
+        self.search.rebuild(frames())
         self.search.manifest.position = self.search.manifest.applying_upto = state.position
         self.search.manifest.save(self.layout.search)
         self.state = state

@@ -134,47 +134,60 @@ class SearchWriter:
             self._close_writer(partition)
         self._indexes.clear()
 
-    def rebuild(self, frames_by_partition: dict[str, Iterable[FrameCaptured]]) -> None:
-        """Rebuild the given partitions into new generations and switch to them atomically.
+    def rebuild(self, frames: Iterable[FrameCaptured], months: set[str] | None = None) -> None:
+        """Rebuild ``months`` (every month, when None) from ``frames`` into new generations,
+        streaming, then switch the manifest to them at once.
 
-        An empty iterable removes the partition. Queries keep answering from the old
-        generation until the manifest switches.
+        Frames of other months are skipped; a rebuilt month with no frames left disappears.
+        Queries keep answering from the old generations until the switch.
         """
-        for partition in frames_by_partition:
-            if partition in self._writers:
+        for partition in list(self._writers):
+            if months is None or partition in months:
                 self._close_writer(partition)
-        retired: list[str] = []
-        for partition, frames in frames_by_partition.items():
-            old = self.manifest.partitions.get(partition)
-            generation = int(old.rsplit(".g", 1)[1]) + 1 if old else 1
-            name = f"{partition}.g{generation}"
-            path = self.root / name
-            shutil.rmtree(path, ignore_errors=True)
-            count = build_partition(ensure_dir(path), frames, self.schema)
-            if count:
-                self.manifest.partitions[partition] = name
-            else:
-                self.manifest.partitions.pop(partition, None)
-                shutil.rmtree(path)
-            if old:
-                retired.append(old)
-            self._indexes.pop(partition, None)
+        new: dict[str, str] = {}
+        writers: dict[str, tantivy.IndexWriter] = {}
+        for frame in frames:
+            month = partition_of(frame.captured_us)
+            if months is not None and month not in months:
+                continue
+            writer = writers.pop(month, None)
+            if writer is None:
+                if len(writers) >= OPEN_WRITERS:  # months interleave little: keep a few open
+                    _finish(writers.pop(next(iter(writers))))
+                if month not in new:
+                    new[month] = self._next_generation(month)
+                writer = open_index(self.root / new[month], self.schema).writer(
+                    WRITER_HEAP, WRITER_THREADS
+                )
+            writers[month] = writer
+            writer.add_document(frame_document(frame, self.schema))
+        for writer in writers.values():
+            _finish(writer)
+        retired = [
+            name
+            for month, name in self.manifest.partitions.items()
+            if months is None or month in months
+        ]
+        for month in months if months is not None else set(self.manifest.partitions):
+            self.manifest.partitions.pop(month, None)
+        self.manifest.partitions.update(new)
+        self._indexes.clear()
         self.manifest.save(self.root)
         for name in retired:
             shutil.rmtree(self.root / name, ignore_errors=True)
         remove_strays(self.root, self.manifest)
 
+    def _next_generation(self, month: str) -> str:
+        old = self.manifest.partitions.get(month)
+        name = f"{month}.g{int(old.rsplit('.g', 1)[1]) + 1 if old else 1}"
+        shutil.rmtree(self.root / name, ignore_errors=True)
+        ensure_dir(self.root / name)
+        return name
 
-def build_partition(path: Path, frames: Iterable[FrameCaptured], schema: tantivy.Schema) -> int:
-    index = open_index(path, schema)
-    writer = index.writer(WRITER_HEAP, WRITER_THREADS)
-    count = 0
-    for frame in frames:
-        writer.add_document(frame_document(frame, schema))
-        count += 1
+
+def _finish(writer: tantivy.IndexWriter) -> None:
     writer.commit()
     writer.wait_merging_threads()
-    return count
 
 
 def _opens(root: Path, manifest: Manifest) -> bool:
