@@ -582,6 +582,7 @@ class LogReader:
     def __init__(self, log: Log, start: int = 0) -> None:
         self.log = log
         self.after = start - 1
+        self._changes: Iterator[object] | None = None
 
     def poll(self, limit: int | None = None) -> list[Record]:
         out: list[Record] = []
@@ -593,19 +594,28 @@ class LogReader:
         return out
 
     def wait(self, timeout: float, stop: threading.Event | None = None) -> None:
-        """Block until the log folder changes, ``timeout`` passes or ``stop`` is set."""
-        import watchfiles
+        """Block until the log folder changes, ``timeout`` passes or ``stop`` is set.
 
-        # 50 ms debounce, not watchfiles' 1.6 s default: new frames must be searchable in 2 s.
-        for _ in watchfiles.watch(
-            self.log.path,
-            debounce=50,
-            step=10,
-            rust_timeout=int(timeout * 1000),
-            yield_on_timeout=True,
-            stop_event=stop,
-        ):
-            return
+        One watcher serves every call (the first call's timeout and stop event stay): it
+        keeps collecting changes between calls, so an append made while the caller was
+        catching up wakes the next call at once instead of being missed until the timeout
+        (1–2% of appends waited a full second with a watcher started per call).
+        """
+        if self._changes is None:
+            import watchfiles
+
+            # 50 ms debounce, not watchfiles' 1.6 s default: new frames are searchable in 2 s.
+            self._changes = iter(
+                watchfiles.watch(
+                    self.log.path,
+                    debounce=50,
+                    step=10,
+                    rust_timeout=int(timeout * 1000),
+                    yield_on_timeout=True,
+                    stop_event=stop,
+                )
+            )
+        next(self._changes, None)
 
 
 def _whole_record(data: bytes) -> bool:

@@ -128,7 +128,6 @@ class Projector:
             self.catch_up()
             if on_idle:
                 on_idle()
-            reader.after = self.log.next_offset() - 1
             reader.wait(1.0, stop)
 
     def _apply(self, offset: int, event: Event) -> None:
