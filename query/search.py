@@ -80,15 +80,46 @@ class Searcher:
         indexes = self._indexes(window)
         if not indexes:
             return []
+        import tantivy
+
         tq = self._query(indexes[0], terms, window, app)  # one schema serves every partition
         searchers = [index.searcher() for index in indexes]
+        if self.blind is None or all(len(t.words) == 1 for t in terms):
+            found = self._top(searchers, tq, limit, app, pending, terms, {})
+        else:
+            # A phrase: tantivy checks word order in plaintext frames itself, but encrypted
+            # frames match on their words in any order and need decrypting to check. Kept
+            # apart, so common words in encrypted frames cannot crowd out real phrase matches.
+            schema, must = indexes[0].schema, tantivy.Occur.Must
+            encrypted = tantivy.Query.term_query(schema, "enc", 1)
+            plain = tantivy.Query.boolean_query([(must, tq), (tantivy.Occur.MustNot, encrypted)])
+            sealed = tantivy.Query.boolean_query([(must, tq), (must, encrypted)])
+            found = self._top(searchers, plain, limit, app, pending, terms, None)
+            found += self._top(searchers, sealed, limit, app, pending, terms, {})
+        # Ties broken by frame id (newest first), not by where a segment put them, so the
+        # same store answers the same way however its index was built.
+        found.sort(key=lambda h: (-h.score, -h.id))
+        return [self._with_snippet(h, terms) for h in found[:limit]]
+
+    def _top(
+        self,
+        searchers: list[Any],
+        query: tantivy.Query,
+        limit: int,
+        app: str | None,
+        pending: list[Deletion],
+        terms: list[Term],
+        confirmed: dict[int, bool] | None,
+    ) -> list[Hit]:
+        """The best ``limit`` visible hits of ``query`` across the months. ``confirmed``
+        (phrase checks by decryption) is None where no check is needed; the checks are
+        bounded, so past the budget the search stops widening."""
         want = limit + 8  # room for hits the checks below turn away
-        confirmed: dict[int, bool] = {}  # phrase checks by decryption, kept across rounds
         while True:
             candidates: list[tuple[float, int, Any]] = []
             exhausted = True
             for i, searcher in enumerate(searchers):
-                hits = searcher.search(tq, want, count=False).hits
+                hits = searcher.search(query, want, count=False).hits
                 exhausted &= len(hits) < want
                 candidates += [(score, i, address) for score, address in hits]
             candidates.sort(key=lambda c: (-c[0], -c[1]))
@@ -97,13 +128,13 @@ class Searcher:
                 if len(found) >= limit and score < found[-1].score:
                     break  # past the cut; frames tied with the last one are still taken
                 hit = self._hit(searchers[i].doc(address), score)
-                if self._visible(hit, app, pending) and self._confirm(hit, terms, confirmed):
+                if not self._visible(hit, app, pending):
+                    continue
+                if confirmed is None or self._confirm(hit, terms, confirmed):
                     found.append(hit)
-            if len(found) >= limit or exhausted:
-                # Ties broken by frame id (newest first), not by where a segment put them,
-                # so the same store answers the same way however its index was built.
-                found.sort(key=lambda h: (-h.score, -h.id))
-                return [self._with_snippet(h, terms) for h in found[:limit]]
+            spent = confirmed is not None and len(confirmed) >= PHRASE_CHECKS
+            if len(found) >= limit or exhausted or spent:
+                return found
             want *= 4
 
     def timeline(
