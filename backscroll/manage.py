@@ -16,6 +16,7 @@ from eventlog.events import (
     CaptureResumed,
     Event,
     FramesDeleted,
+    KeyCreated,
     Origin,
     ReindexRequested,
 )
@@ -150,6 +151,11 @@ def store_crypto(store: MemoryStore, needed: bool) -> Any:
 
     key = keys.load_key(store.home, create=True)
     assert key is not None
+    fingerprint = keys.fingerprint(key)
+    if store.state().key_fingerprint != fingerprint:
+        # The audit trail records which key (by fingerprint, never the key) encrypts what.
+        status = keys.key_status(store.home)
+        store.append(KeyCreated(ts_us=now_us(), store=status.store or "", fingerprint=fingerprint))
     store.__dict__["crypto"] = FrameCrypto(key)
     return store.crypto
 

@@ -223,3 +223,17 @@ def test_the_storage_cap_deletes_oldest_first_down_to_ninety_percent(
         assert store.search("n119") and not store.search("n0")  # the oldest went first
         reasons = [d.reason for d in store.state().deletions]
         assert reasons and set(reasons) == {"storage_cap"}
+
+
+def test_the_first_encrypted_write_records_the_key_by_fingerprint(backscroll_home: Path) -> None:
+    from backscroll.keys import key_status
+
+    with MemoryStore() as store:
+        store.set_config(encrypt_text=True)
+        import_frames(store, [frame(1, "A", "a", "one")])
+        import_frames(store, [frame(1, "B", "b", "two")])
+        keys = [e for _, e in store.log.read() if type(e).__name__ == "KeyCreated"]
+        assert [(k.store, k.fingerprint) for k in keys] == [
+            ("file", key_status(backscroll_home).fingerprint)
+        ]
+        assert store.state().key_store == "file"
