@@ -18,7 +18,6 @@ from eventlog.events import (
     FramesDeleted,
     KeyCreated,
     Origin,
-    ReindexRequested,
 )
 from eventlog.segment import now_us
 
@@ -221,9 +220,9 @@ def delete(
 
 def rebuild_views(store: MemoryStore, progress: Callable[[int, int], None] | None = None) -> None:
     """Replay the log into new generations of every view, then switch atomically."""
-    store.log.append(ReindexRequested(ts_us=now_us(), views_only=True))
-    with store.projector() as projector:
-        projector.rebuild_all(progress)
+    from backscroll.reindex import reindex
+
+    reindex(store, views_only=True, progress=progress)
 
 
 def wait_for_completion(

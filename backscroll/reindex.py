@@ -15,33 +15,76 @@ from typing import Any
 import msgspec
 
 from backscroll.config import Config
-from backscroll.errors import DecryptionError
+from backscroll.errors import DecryptionError, LockedError
 from backscroll.manage import store_crypto
 from backscroll.store import MemoryStore
 from capture.record import write_thumbnail
 from eventlog.events import Event, FrameCaptured, FramesRewritten, ReindexRequested
 from eventlog.segment import now_us
+from projector.runner import Projector
 
 
 def reindex(
-    store: MemoryStore, progress: Callable[[int, int], None] | None = None
+    store: MemoryStore,
+    *,
+    views_only: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, int]:
-    """Rewrite every frame under the current config; returns what changed, by kind."""
-    request = store.log.append(ReindexRequested(ts_us=now_us()))
+    """Request a reindex and return once it is complete, with what changed by kind.
+
+    Whoever holds the views executes it: this process when it can take them, else the
+    running daemon, which sees the request in the log; then this waits for its completion.
+    """
+    request = store.log.append(ReindexRequested(ts_us=now_us(), views_only=views_only))
+    try:
+        projector = store.projector()
+    except LockedError:
+        return _wait_for(store, request)
+    with projector:
+        return execute(store, projector, request, views_only=views_only, progress=progress)
+
+
+def execute(
+    store: MemoryStore,
+    projector: Projector,
+    request: int,
+    *,
+    views_only: bool,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, int]:
+    """Carry out reindex ``request`` as the holder of the views, and record its completion."""
+    counts = dict.fromkeys(COUNTS, 0)
+    if not views_only:
+        _rewrite_log(store, counts, progress)
+    projector.rebuild_all(progress)
+    store.log.append(FramesRewritten(ts_us=now_us(), request_id=request, **_event_counts(counts)))
+    projector.catch_up()
+    return counts
+
+
+def execute_pending(store: MemoryStore, projector: Projector) -> None:
+    """The daemon's side: every reindex requested while it held the views."""
+    for request in store.state().reindexes:
+        if request.completed_us is None:
+            execute(store, projector, request.offset, views_only=request.views_only)
+
+
+def _wait_for(store: MemoryStore, request: int) -> dict[str, int]:
+    import time
+
+    while True:
+        store.refresh()
+        for done in store.state().reindexes:
+            if done.offset == request and done.completed_us is not None:
+                return {"frames": done.frames}
+        time.sleep(0.2)
+
+
+def _rewrite_log(
+    store: MemoryStore, counts: dict[str, int], progress: Callable[[int, int], None] | None
+) -> None:
     config = store.config
     crypto = store_crypto(store, True)
-    counts = dict.fromkeys(
-        (
-            "frames",
-            "redacted",
-            "encrypted",
-            "decrypted",
-            "thumbnails_encrypted",
-            "thumbnails_decrypted",
-            "unreadable",
-        ),
-        0,
-    )
     stale: list[str] = []
     total = max(1, store.state().totals().frames)
     seen = 0
@@ -62,19 +105,21 @@ def reindex(
             counts["frames"] += 1
         return new
 
-    with store.projector() as projector:
-        store.log.compact(rewrite)
-        for rel in stale:
-            with contextlib.suppress(FileNotFoundError):
-                (store.home / rel).unlink()
-        projector.rebuild_all()
-        store.log.append(
-            FramesRewritten(ts_us=now_us(), request_id=request, **_event_counts(counts))
-        )
-        projector.catch_up()
-    if progress:
-        progress(total, total)
-    return counts
+    store.log.compact(rewrite)
+    for rel in stale:
+        with contextlib.suppress(FileNotFoundError):
+            (store.home / rel).unlink()
+
+
+COUNTS = (
+    "frames",
+    "redacted",
+    "encrypted",
+    "decrypted",
+    "thumbnails_encrypted",
+    "thumbnails_decrypted",
+    "unreadable",
+)
 
 
 def _rewrite_frame(

@@ -22,6 +22,7 @@ from typing import Any
 
 from backscroll.config import Config
 from backscroll.errors import BackscrollError, CaptureError, KeyUnavailableError, LockedError
+from backscroll.reindex import execute_pending as execute_reindexes
 from backscroll.store import MemoryStore
 from capture.heartbeat import Heartbeat
 from capture.housekeeping import housekeep
@@ -302,6 +303,7 @@ class Daemon:
                     def idle() -> None:
                         nonlocal next_housekeeping
                         self.store._take_config_edit()
+                        execute_reindexes(self.store, projector)
                         if time.monotonic() >= next_housekeeping:
                             housekeep(self.store, projector, self.config())
                             next_housekeeping = time.monotonic() + HOUSEKEEPING_SECONDS

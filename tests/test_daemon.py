@@ -297,3 +297,21 @@ def test_ocr_failing_on_a_frame_costs_only_that_frame_s_text(
     wait_for(lambda: len(daemon.frames()) == 2, "capture going on after OCR failed")
     assert {f.text_source for f in daemon.frames()} == {"none"}
     assert "OCR failed on one frame" in daemon.log.read_text()
+
+
+def test_deletion_and_reindex_requested_while_the_daemon_runs_are_carried_out_by_it(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    first = desktop.open_xterm(["keep this window"], "keeper")
+    second = desktop.open_xterm(["forget this window"], "forgettable")
+    desktop.activate(first.window_id)
+    daemon.start()
+    wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+    desktop.activate(second.window_id)
+    wait_for(lambda: len(daemon.frames()) == 2, "the second frame")
+    assert "deleted 1 frame(s)" in daemon.cli("clear", "--app", "forgettable", "-y")
+    assert [f.title for f in daemon.frames()] == ["keeper"]
+    assert "views rebuilt" in daemon.cli("reindex", "--views-only")
+    assert "reindexed" in daemon.cli("reindex", "-y")
+    assert [f.title for f in daemon.frames()] == ["keeper"]
+    assert daemon.status()["daemon"]["state"] == "running"

@@ -180,7 +180,7 @@ def reindex(
             rebuild_views(store, step)
             typer.echo("views rebuilt")
             return
-        counts = rewrite(store, step)
+        counts = rewrite(store, progress=step)
     typer.echo("reindexed: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 
 
