@@ -18,7 +18,7 @@ from backscroll.config import Config
 from backscroll.errors import DecryptionError, LockedError
 from backscroll.manage import store_crypto
 from backscroll.store import MemoryStore
-from capture.record import write_thumbnail
+from capture.record import redact_frame, write_thumbnail
 from eventlog.events import Event, FrameCaptured, FramesRewritten, ReindexRequested
 from eventlog.segment import now_us
 from projector.runner import Projector
@@ -134,19 +134,10 @@ def _rewrite_frame(
     title = frame.title
     redactions = dict(frame.redactions)
     if config.redact:
-        from capture.redact import redact
-
-        hits = 0
-        for part in ("text", "title"):
-            result = redact(text if part == "text" else title)
-            if part == "text":
-                text = result.text
-            else:
-                title = result.text
-            for kind, n in result.counts.items():
-                redactions[kind] = redactions.get(kind, 0) + n
-                hits += n
-        counts["redacted"] += hits > 0
+        text, title, hits = redact_frame(text, title)
+        for kind, n in hits.items():
+            redactions[kind] = redactions.get(kind, 0) + n
+        counts["redacted"] += bool(hits)
     encrypt = bool(config.encrypt_text and crypto)
     changes: dict[str, Any] = {}
     if title != frame.title:

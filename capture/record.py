@@ -45,16 +45,7 @@ def record_frame(
     text, title = seen.text, seen.title
     counts: dict[str, int] = {}
     if config.redact:
-        from capture.redact import redact
-
-        for part in ("text", "title"):
-            result = redact(text if part == "text" else title)
-            if part == "text":
-                text = result.text
-            else:
-                title = result.text
-            for kind, n in result.counts.items():
-                counts[kind] = counts.get(kind, 0) + n
+        text, title, counts = redact_frame(text, title)
     encrypt_text = config.encrypt_text and crypto is not None
     thumb = thumb_encrypted = None
     thumb_bytes = 0
@@ -87,6 +78,17 @@ def record_frame(
     )
     batch.append(frame)
     return frame
+
+
+def redact_frame(text: str, title: str) -> tuple[str, str, dict[str, int]]:
+    """The frame's text and window title redacted, and the hits of both by kind."""
+    from capture.redact import redact
+
+    body, head = redact(text), redact(title)
+    counts = dict(body.counts)
+    for kind, n in head.counts.items():
+        counts[kind] = counts.get(kind, 0) + n
+    return body.text, head.text, counts
 
 
 def thumb_path(frame_id: int, captured_us: int, encrypted: bool) -> str:

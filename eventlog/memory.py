@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Iterator
 
 from eventlog import codec
 from eventlog.events import FrameCaptured
-from eventlog.log import Batch, Compacted, Transform
+from eventlog.log import Batch, Compacted, LogReader, Transform
 from eventlog.segment import Header, Problem, Record, scan_records
 
 
@@ -47,7 +47,7 @@ class MemoryLog:
         return ("memory", self._next) if self._records else None
 
     def reader(self, start: int = 0) -> MemoryReader:
-        return MemoryReader(self, start)
+        return MemoryReader(self, start)  # type: ignore[arg-type]
 
     def append(self, event: codec.Event) -> int:
         with self.batch() as batch:
@@ -106,19 +106,10 @@ class MemoryLog:
         return 0
 
 
-class MemoryReader:
-    def __init__(self, log: MemoryLog, start: int = 0) -> None:
-        self.log = log
-        self.after = start - 1
+class MemoryReader(LogReader):
+    """``LogReader``'s polling over the twin; waiting is a condition, not a file watcher."""
 
-    def poll(self, limit: int | None = None) -> list[Record]:
-        out: list[Record] = []
-        for record in self.log.records(self.after + 1):
-            out.append(record)
-            self.after = record.offset
-            if limit is not None and len(out) >= limit:
-                break
-        return out
+    log: MemoryLog  # type: ignore[assignment]
 
     def wait(self, timeout: float, stop: threading.Event | None = None) -> None:
         with self.log._changed:
