@@ -23,7 +23,7 @@ from typing import Any
 from backscroll.config import Config
 from backscroll.errors import BackscrollError, CaptureError, KeyUnavailableError, LockedError
 from backscroll.reindex import execute_pending as execute_reindexes
-from backscroll.store import MemoryStore
+from backscroll.store import CONFIG_FILE, MemoryStore
 from capture.heartbeat import Heartbeat
 from capture.housekeeping import housekeep
 from capture.record import Seen, record_frame, remove_orphan_thumbnails
@@ -65,6 +65,10 @@ class Daemon:
         self._wake = threading.Condition()
         self._busy = False
         self._last_signature: bytes | None = None
+        # The probe's one X connection is not thread-safe: the probe loop and the worker
+        # (visible windows) took turns without this and, after ~5,000 frames, one hung in
+        # the middle of the X protocol.
+        self._x_lock = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -155,7 +159,8 @@ class Daemon:
             self.outcome = "paused"
             if not self._recovered():
                 return
-        front = self.backends.probe.frontmost()
+        with self._x_lock:
+            front = self.backends.probe.frontmost()
         if front is None:
             self.outcome = "no window"
             return
@@ -222,9 +227,11 @@ class Daemon:
 
         captured_us = now_us()
         image, monitor = screen.grab(front.geometry, display=self.backends.display)
+        with self._x_lock:
+            visible = self.backends.probe.visible_windows()
         denied = [
             w.geometry
-            for w in self.backends.probe.visible_windows()
+            for w in visible
             if w.window_id != front.window_id and _denied(config, w.app, w.title)
         ]
         if denied:
@@ -308,7 +315,7 @@ class Daemon:
                             housekeep(self.store, projector, self.config())
                             next_housekeeping = time.monotonic() + HOUSEKEEPING_SECONDS
 
-                    projector.follow(self.stop_event, idle)
+                    projector.follow(self.stop_event, idle, also=[self.home / CONFIG_FILE])
             except Exception:  # the views can always be rebuilt: never let them stop capture
                 log.exception("projector failed; retrying")
                 self.stop_event.wait(RETRY_SECONDS)
@@ -332,8 +339,9 @@ class Daemon:
         from capture.platform import backends
 
         try:
-            self.backends.close()
-            self.backends = backends()
+            with self._x_lock:
+                self.backends.close()
+                self.backends = backends()
             self.problem = None
         except CaptureError as exc:
             self._set_problem(f"display unavailable: {exc}")

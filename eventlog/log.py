@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -593,10 +593,13 @@ class LogReader:
                 break
         return out
 
-    def wait(self, timeout: float, stop: threading.Event | None = None) -> None:
-        """Block until the log folder changes, ``timeout`` passes or ``stop`` is set.
+    def wait(
+        self, timeout: float, stop: threading.Event | None = None, also: Sequence[Path] = ()
+    ) -> None:
+        """Block until the log folder (or a path in ``also``) changes, ``timeout`` passes or
+        ``stop`` is set.
 
-        One watcher serves every call (the first call's timeout and stop event stay): it
+        One watcher serves every call (the first call's arguments stay): it
         keeps collecting changes between calls, so an append made while the caller was
         catching up wakes the next call at once instead of being missed until the timeout
         (1–2% of appends waited a full second with a watcher started per call).
@@ -604,10 +607,21 @@ class LogReader:
         if self._changes is None:
             import watchfiles
 
+            # Files are watched through their folders, not by path: a file replaced by an
+            # atomic rename would leave a path watch on the old inode.
+            wanted = {str(path) for path in also}
+            folder = str(self.log.path)
+
+            def keep(change: object, path: str) -> bool:
+                return path in wanted or os.path.dirname(path) == folder
+
             # 50 ms debounce, not watchfiles' 1.6 s default: new frames are searchable in 2 s.
             self._changes = iter(
                 watchfiles.watch(
                     self.log.path,
+                    *{path.parent for path in also},
+                    watch_filter=keep,
+                    recursive=False,
                     debounce=50,
                     step=10,
                     rust_timeout=int(timeout * 1000),

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
+from pathlib import Path
 
 from eventlog import codec
 from eventlog.events import FrameCaptured
@@ -111,7 +112,9 @@ class MemoryReader(LogReader):
 
     log: MemoryLog  # type: ignore[assignment]
 
-    def wait(self, timeout: float, stop: threading.Event | None = None) -> None:
+    def wait(
+        self, timeout: float, stop: threading.Event | None = None, also: Sequence[Path] = ()
+    ) -> None:
         with self.log._changed:
             if self.log.next_offset() <= self.after + 1:
                 self.log._changed.wait(timeout)

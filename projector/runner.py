@@ -14,7 +14,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 BATCH_EVENTS = 1000
 BATCH_SECONDS = 1.5
+IDLE_SECONDS = 5.0
 PURGE_PLAN = "purge.json"
 
 Progress = Callable[[int, int], None]
@@ -121,14 +122,23 @@ class Projector:
         self.state.save(self.layout.views)
         return done
 
-    def follow(self, stop: threading.Event, on_idle: Callable[[], None] | None = None) -> None:
-        """Keep the views current until ``stop`` is set: new frames searchable within 2 s."""
+    def follow(
+        self,
+        stop: threading.Event,
+        on_idle: Callable[[], None] | None = None,
+        also: Sequence[Path] = (),
+    ) -> None:
+        """Keep the views current until ``stop`` is set: new frames searchable within 2 s.
+
+        Wakes on a change to the log or to ``also`` (the daemon's config.json), and every
+        ``IDLE_SECONDS`` otherwise: waking every second was 0.8% of a core on an idle day.
+        """
         reader = self.log.reader()
         while not stop.is_set():
             self.catch_up()
             if on_idle:
                 on_idle()
-            reader.wait(1.0, stop)
+            reader.wait(IDLE_SECONDS, stop, also)
 
     def _apply(self, offset: int, event: Event) -> None:
         if offset > self.search.position and isinstance(event, FrameCaptured):

@@ -315,3 +315,25 @@ def test_deletion_and_reindex_requested_while_the_daemon_runs_are_carried_out_by
     assert "reindexed" in daemon.cli("reindex", "-y")
     assert [f.title for f in daemon.frames()] == ["keeper"]
     assert daemon.status()["daemon"]["state"] == "running"
+
+
+def test_a_hand_edit_of_config_json_is_taken_in_by_the_running_daemon(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    from eventlog.events import ConfigChanged
+    from eventlog.log import Log
+
+    term = desktop.open_xterm(["some text"], "t")
+    desktop.activate(term.window_id)
+    daemon.start()
+    path = daemon.home / "config.json"
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "retention_days": 9}))
+
+    def taken_in() -> bool:  # read the log directly: any other command would take it in too
+        return any(
+            isinstance(e, ConfigChanged) and e.origin == "file" and e.config["retention_days"] == 9
+            for _, e in Log(daemon.home / "log").read()
+        )
+
+    wait_for(taken_in, "the daemon to take the edit in", 10)
