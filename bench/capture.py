@@ -9,6 +9,17 @@ comparison, the thumbnail (with its size), the accessibility read and OCR of a w
 region. Baselines run in the same process: one bare X round trip (what the probe is made
 of) and Tesseract on a blank 40×20 image (process start and model load, paid by every
 OCR call). When ``tesserocr`` is importable (it is not a dependency) it is timed too.
+
+Then a whole frame without OCR, end to end, on the zenity window (its text comes from
+AT-SPI, so no OCR runs): ``X11Probe.frontmost()`` and the daemon's own
+``Daemon._capture`` (grab, deny-list black-out check, signature, AX read, thumbnail,
+redaction, encryption, the thumbnail file and the ``FrameCaptured`` append, each
+fsynced), in a fresh home with the default config (thumbnails encrypted) and again with
+``encrypt_text`` on. Beside it, its parts: ``FrameCrypto.encrypt_thumb`` of the
+thumbnail, ``encrypt_text`` and ``blind_tokens`` of 2 KB of text, redaction, and
+``record_frame`` inside ``Log.batch``, with one fsynced write of the same size to the same
+disk as its baseline, and the bare grab as the floor of the whole. Target: median <= 15 ms.
+
 Writes the report to ``bench/results/capture.txt`` with the machine it ran on; this
 machine is shared, so the load average is recorded before and after.
 """
@@ -16,12 +27,14 @@ machine is shared, so the load average is recorded before and after.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import platform
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +46,7 @@ os.environ.setdefault("OMP_THREAD_LIMIT", "1")
 from capture import ocr, screen
 from capture.ax import AxReader
 from capture.probe import Geometry, X11Probe
-from tests.desktop import Desktop, headless_desktop
+from tests.desktop import Desktop, headless_desktop, marked_processes
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "capture.txt"
@@ -99,8 +112,23 @@ def machine() -> list[str]:
     ]
 
 
-def bench(rounds: int, ocr_rounds: int) -> list[str]:
-    lines = [*machine(), "", "$ .venv/bin/python -m bench.capture", ""]
+def tree() -> str:
+    """The commit measured, and the tracked files changed on top of it (this repository is
+    worked on by several people at once: the figures are of the working tree)."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
+        return done.stdout.rstrip("\n")
+
+    changed = [line[3:] for line in git("status", "--short").splitlines() if line[:2] != "??"]
+    code = [path for path in changed if path.endswith(".py") and not path.startswith("bench/")]
+    return f"tree: {git('rev-parse', '--short', 'HEAD')}" + (
+        f" + uncommitted changes to {', '.join(code)}" if code else ""
+    )
+
+
+def bench(rounds: int, ocr_rounds: int, frame_rounds: int) -> list[str]:
+    lines = [*machine(), tree(), "", "$ .venv/bin/python -m bench.capture", ""]
     header = f"{'step (ms)':40s} {'count':>6s} {'p50':>9s} {'p90':>9s} {'p99':>9s} {'max':>9s}"
     lines.append(header)
     with headless_desktop() as desk:
@@ -156,6 +184,10 @@ def bench(rounds: int, ocr_rounds: int) -> list[str]:
                 tesserocr_row = time_tesserocr(region, ocr_rounds)
                 if tesserocr_row:
                     lines.append(row(f"OCR {name} {size} (tesserocr)", *tesserocr_row))
+
+            lines += ["", "a frame without OCR, zenity in front (AX text), target p50 <= 15 ms", ""]
+            lines.append(header)
+            lines += frame_rows(desk, probe, frame_rounds)
         finally:
             reader.close()
             probe.close()
@@ -171,6 +203,257 @@ def bench(rounds: int, ocr_rounds: int) -> list[str]:
     lines += ["", f"load average after: {' '.join(f'{v:.2f}' for v in load)}"]
     if load[0] > (os.cpu_count() or 1):
         lines.append("(more runnable work than cores: the figures include waiting for a CPU)")
+    return lines
+
+
+class Steps:
+    """Times the functions the capture path calls, per frame, by wrapping them in place.
+
+    ``wrap(owner, "name", label)`` replaces ``owner.name`` (a module global or an instance
+    attribute the daemon looks up at call time) until ``restore``; each frame's time in a
+    label is summed between ``end_frame`` calls.
+    """
+
+    def __init__(self) -> None:
+        self.times: dict[str, list[float]] = {}
+        self._frame: dict[str, float] = {}
+        self._undo: list[tuple[Any, str, Any]] = []
+
+    def wrap(self, owner: Any, attr: str, label: str) -> None:
+        original = getattr(owner, attr)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.add(label, (time.perf_counter() - start) * 1000)
+
+        self._undo.append((owner, attr, owner.__dict__.get(attr, _MISSING)))
+        setattr(owner, attr, call)
+
+    def wrap_context(self, owner: Any, attr: str, label: str) -> None:
+        """The same for a context manager: the time from entering it to leaving it."""
+        original = getattr(owner, attr)
+
+        @contextlib.contextmanager
+        def call(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                with original(*args, **kwargs) as value:
+                    yield value
+            finally:
+                self.add(label, (time.perf_counter() - start) * 1000)
+
+        self._undo.append((owner, attr, owner.__dict__.get(attr, _MISSING)))
+        setattr(owner, attr, call)
+
+    def add(self, label: str, ms: float) -> None:
+        self._frame[label] = self._frame.get(label, 0.0) + ms
+
+    def end_frame(self) -> None:
+        for label, ms in self._frame.items():
+            self.times.setdefault(label, []).append(ms)
+        self._frame = {}
+
+    def restore(self) -> None:
+        for owner, attr, before in reversed(self._undo):
+            if before is _MISSING:
+                delattr(owner, attr)
+            else:
+                setattr(owner, attr, before)
+        self._undo = []
+
+
+_MISSING = object()
+
+# The breakdown of a frame, in the order the daemon takes the steps; indented labels are
+# inside the one above them. "log write + fsync" is Log.batch less record_frame.
+FRAME_STEPS = (
+    "probe.frontmost()",
+    "screen.grab 1920x1080",
+    "visible_windows (deny black-out)",
+    "screen.signature",
+    "AX read (AT-SPI)",
+    "screen.thumbnail",
+    "event signature 32x18",
+    "Log.batch (lock, record, fsync)",
+    "  record_frame",
+    "    redact text + title",
+    "    encrypt_thumb",
+    "    encrypt_text",
+    "    blind_tokens",
+    "    write_thumbnail (2 fsyncs)",
+    "  log write + fsync",
+)
+TOP_LEVEL = [step for step in FRAME_STEPS if not step.startswith(" ")]
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU seconds used so far by ``pids`` (the desktop's processes: Xvfb, the buses,
+    AT-SPI, the windows' programs), at the kernel's clock tick (10 ms)."""
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def real_text(size: int) -> str:
+    """``size`` characters of real prose: the GPL's preamble, else the window's prose."""
+    licence = Path("/usr/share/common-licenses/GPL-3")
+    text = licence.read_text() if licence.exists() else PROSE * 4
+    return text[:size]
+
+
+def frame_rows(desk: Desktop, probe: X11Probe, rounds: int) -> list[str]:
+    """The daemon's own capture path timed end to end, then its parts (see the docstring)."""
+    import capture.daemon
+    import capture.record
+    import capture.redact
+    from backscroll.crypto import FrameCrypto
+    from capture.daemon import Daemon
+    from capture.platform import backends
+
+    lines = []
+    front = probe.frontmost()
+    assert front is not None and front.app == "Zenity", front
+    with tempfile.TemporaryDirectory(prefix="bench-frame-") as folder:
+        daemon = Daemon(Path(folder) / "home")
+        daemon.backends = backends(environ=desk.env)
+        try:
+            image, _monitor = screen.grab(front.geometry, display=desk.display)
+            bare_grab = screen.grab
+            base = daemon.config()
+            crypto = daemon._crypto(base)
+            assert isinstance(crypto, FrameCrypto)
+            for name, config in (
+                ("thumb encrypted (default)", base),
+                ("thumb + text encrypted", base.replace(encrypt_text=True)),
+            ):
+                steps = Steps()
+                steps.wrap(screen, "grab", "screen.grab 1920x1080")
+                steps.wrap(daemon.backends.probe, "visible_windows", FRAME_STEPS[2])
+                steps.wrap(screen, "signature", "screen.signature")
+                steps.wrap(daemon.backends.ax, "window_text", "AX read (AT-SPI)")
+                steps.wrap(screen, "thumbnail", "screen.thumbnail")
+                steps.wrap(capture.daemon, "_small", "event signature 32x18")
+                steps.wrap_context(daemon.store.log, "batch", "Log.batch (lock, record, fsync)")
+                steps.wrap(capture.daemon, "record_frame", "  record_frame")
+                steps.wrap(capture.redact, "redact", "    redact text + title")
+                steps.wrap(crypto, "encrypt_thumb", "    encrypt_thumb")
+                steps.wrap(crypto, "encrypt_text", "    encrypt_text")
+                steps.wrap(crypto, "blind_tokens", "    blind_tokens")
+                steps.wrap(capture.record, "write_thumbnail", "    write_thumbnail (2 fsyncs)")
+                totals, cpu, floor, outside = [], [], [], []
+                desk_pids = marked_processes(desk.token)
+                try:
+                    for n in range(rounds + 2):
+                        # The floor, interleaved so that it meets the same load: a bare grab.
+                        start = time.perf_counter()
+                        bare_grab(front.geometry, display=desk.display)
+                        floor.append((time.perf_counter() - start) * 1000)
+                        desk_before = cpu_seconds(desk_pids)
+                        start, start_cpu = time.perf_counter(), time.thread_time()
+                        seen = probe.frontmost()
+                        steps.add("probe.frontmost()", (time.perf_counter() - start) * 1000)
+                        outcome = daemon._capture(config, "app_change", seen, time.monotonic())
+                        totals.append((time.perf_counter() - start) * 1000)
+                        cpu.append((time.thread_time() - start_cpu) * 1000)
+                        outside.append((cpu_seconds(desk_pids) - desk_before) * 1000)
+                        assert outcome == "captured" and daemon.last_text_source == "ax"
+                        if n < 2:  # warm-up
+                            steps._frame = {}
+                            del totals[-1], cpu[-1], floor[-1], outside[-1]
+                            continue
+                        steps.end_frame()
+                finally:
+                    steps.restore()
+                desk_ms = sum(outside) / len(outside)
+                batch = steps.times["Log.batch (lock, record, fsync)"]
+                record = steps.times["  record_frame"]
+                steps.times["  log write + fsync"] = [
+                    b - r for b, r in zip(batch, record, strict=True)
+                ]
+                others = [
+                    total - sum(steps.times[step][i] for step in TOP_LEVEL)
+                    for i, total in enumerate(totals)
+                ]
+                lines.append(row(f"frame, {name}", sorted(totals), "wall clock"))
+                lines.append(row("  its CPU time in this thread", sorted(cpu), "thread_time"))
+                lines.append(row("  baseline: a bare grab, interleaved", sorted(floor)))
+                for step in FRAME_STEPS:
+                    if step in steps.times:
+                        lines.append(row(f"  {step}", sorted(steps.times[step])))
+                lines.append(row("    other (counters, Seen, ...)", sorted(others)))
+                own = sum(cpu) / len(cpu)
+                lines.append(
+                    f"  CPU a frame, means: this thread {own:.1f} ms + the desktop's processes "
+                    f"(Xvfb, AT-SPI, zenity) {desk_ms:.1f} ms "
+                    f"= {own + desk_ms:.1f} ms"
+                )
+
+            lines += ["", "the same steps alone, on 2 KB of real text (the GPL-3 preamble)", ""]
+            jpeg = screen.thumbnail(image)
+            text = real_text(2048)
+            times, sealed = timed(lambda: crypto.encrypt_thumb(7, jpeg), rounds)
+            note = f"{len(jpeg)} -> {len(sealed)} B, p50 {times[len(times) // 2] * 1000:.0f} us"
+            lines.append(row("FrameCrypto.encrypt_thumb", times, note))
+            times, sealed = timed(lambda: crypto.encrypt_text(7, text), rounds)
+            note = f"2048 -> {len(sealed)} B, p50 {times[len(times) // 2] * 1000:.0f} us"
+            lines.append(row("FrameCrypto.encrypt_text, 2 KB", times, note))
+            times, tokens = timed(lambda: crypto.blind_tokens(text), rounds)
+            lines.append(row("FrameCrypto.blind_tokens, 2 KB", times, f"{len(tokens)} tokens"))
+            times, _ = timed(lambda: capture.redact.redact(text), rounds)
+            lines.append(row("redact, 2 KB", times))
+            lines += record_rows(daemon, crypto, jpeg, text, rounds)
+        finally:
+            daemon.backends.close()
+            os.close(daemon._lock_fd)
+    return lines
+
+
+def record_rows(daemon: Any, crypto: Any, jpeg: bytes, text: str, rounds: int) -> list[str]:
+    """``record_frame`` in ``Log.batch`` (3 fsyncs: file, folder, log) beside bare fsyncs."""
+    from capture.record import Seen, record_frame
+
+    store = daemon.store
+    base = daemon.config()
+    seen = Seen(
+        captured_us=time.time_ns() // 1000,
+        app="Zenity",
+        title="notes",
+        text=text,
+        text_source="ax",
+        reason="app_change",
+        jpeg=jpeg,
+        signature=bytes(576),
+    )
+
+    def append(config: Any) -> None:
+        with store.log.batch() as batch:
+            record_frame(batch, seen, config, crypto, store.home)
+
+    lines = []
+    times, _ = timed(lambda: append(base), rounds)
+    lines.append(row("record_frame in Log.batch", times, "thumb encrypted"))
+    times, _ = timed(lambda: append(base.replace(encrypt_text=True)), rounds)
+    lines.append(row("record_frame in Log.batch, text too", times))
+    target = store.home / "fsync-baseline"
+    payload = os.urandom(len(jpeg))
+
+    def fsynced_write() -> None:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, payload)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    times, _ = timed(fsynced_write, rounds)
+    lines.append(row("baseline: 1 fsynced write, thumb size", times, "same disk"))
     return lines
 
 
@@ -216,9 +499,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.capture", description=__doc__)
     parser.add_argument("--rounds", type=int, default=500, help="timings of the cheap steps")
     parser.add_argument("--ocr-rounds", type=int, default=10, help="timings of each OCR step")
+    parser.add_argument("--frame-rounds", type=int, default=200, help="timings of whole frames")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args(argv)
-    lines = bench(args.rounds, args.ocr_rounds)
+    lines = bench(args.rounds, args.ocr_rounds, args.frame_rounds)
     report = "\n".join(lines) + "\n"
     sys.stdout.write(report)
     if not args.no_write:
