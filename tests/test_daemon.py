@@ -337,3 +337,25 @@ def test_a_hand_edit_of_config_json_is_taken_in_by_the_running_daemon(
         )
 
     wait_for(taken_in, "the daemon to take the edit in", 10)
+
+
+def test_a_locked_keyring_pauses_capture_with_the_reason_and_stores_nothing(
+    desktop: Desktop, daemon: Daemon, tmp_path: Path
+) -> None:
+    from tests.keyring_daemon import lock_collection
+
+    desktop.start_keyring()
+    folder = tmp_path / "keyring-client"
+    for name, sub in (("HOME", ""), ("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data")):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+        daemon.env[name] = str(folder / sub)
+    daemon.env.pop("PYTHON_KEYRING_BACKEND", None)
+    daemon.env["BACKSCROLL_KEYSTORE"] = "keyring"
+    term = desktop.open_xterm(["text behind a locked keyring"], "locked")
+    desktop.activate(term.window_id)
+    lock_collection(desktop.bus_address)
+    daemon.start()
+    problem = wait_for(lambda: daemon.status()["daemon"].get("problem"), "the paused reason")
+    assert "key" in problem.lower()
+    assert daemon.status()["daemon"]["last_outcome"] in ("paused", "error")
+    assert daemon.frames() == []  # never a fall-back to plaintext or to a new key
