@@ -17,6 +17,11 @@ def window_text(start: datetime | None, end: datetime | None) -> str:
     return f"{_stamp(start)} → {_stamp(end) if end else 'now'}"
 
 
+def _heading(what: str, start: datetime | None, end: datetime | None, app: str | None) -> str:
+    """The spec's first line: what, the resolved window, and the app filter."""
+    return f"Screen memory {what} — {window_text(start, end)}" + (f" — app~'{app}'" if app else "")
+
+
 def search_text(
     query: str,
     hits: list[Hit],
@@ -25,10 +30,7 @@ def search_text(
     app: str | None,
     why_empty: str | None = None,
 ) -> str:
-    head = f"Screen memory search '{query}' — {window_text(start, end)}"
-    if app:
-        head += f" — app~'{app}'"
-    lines = [head, f"{len(hits)} match(es), best first:"]
+    lines = [_heading(f"search '{query}'", start, end, app), f"{len(hits)} match(es), best first:"]
     for hit in hits:
         lines.append(f"  #{hit.id:<6} {_stamp(hit.when)}  [{hit.app}] — {hit.title}")
         if hit.snippet:
@@ -45,10 +47,7 @@ def timeline_text(
     app: str | None,
     why_empty: str | None = None,
 ) -> str:
-    head = f"Screen memory timeline — {window_text(start, end)}"
-    if app:
-        head += f" — app~'{app}'"
-    lines = [head]
+    lines = [_heading("timeline", start, end, app)]
     for group in group_hits(hits):
         first, last = group[0], group[-1]
         span = _stamp(first.when)
