@@ -15,10 +15,16 @@ AT-SPI, so no OCR runs): ``X11Probe.frontmost()`` and the daemon's own
 ``Daemon._capture`` (grab, deny-list black-out check, signature, AX read, thumbnail,
 redaction, encryption, the thumbnail file and the ``FrameCaptured`` append, each
 fsynced), in a fresh home with the default config (thumbnails encrypted) and again with
-``encrypt_text`` on. Beside it, its parts: ``FrameCrypto.encrypt_thumb`` of the
-thumbnail, ``encrypt_text`` and ``blind_tokens`` of 2 KB of text, redaction, and
-``record_frame`` inside ``Log.batch``, with one fsynced write of the same size to the same
-disk as its baseline, and the bare grab as the floor of the whole. Target: median <= 15 ms.
+``encrypt_text`` on. As the daemon's capture worker takes them: in a fresh process, on a
+thread of its own, frames 0.1 s apart (see FRAME_GAP_S for why this matters). Each step
+is timed inside those same frames by wrapping the functions the daemon calls, with the
+thread's CPU time, its page faults and the CPU the desktop's processes spent on the
+frame; the baseline is a bare grab on the same kind of thread and spacing, and the
+default frame again with glibc told to keep freed memory (``KEEP_MEMORY``), which shows
+what the page faults cost. Then the parts alone:
+``FrameCrypto.encrypt_thumb`` of the thumbnail, ``encrypt_text`` and ``blind_tokens`` of
+2 KB of text, redaction, and ``record_frame`` inside ``Log.batch``, beside one fsynced
+write of the same size to the same disk. Target: median <= 15 ms.
 
 Writes the report to ``bench/results/capture.txt`` with the machine it ran on; this
 machine is shared, so the load average is recorded before and after.
@@ -28,13 +34,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -187,7 +196,11 @@ def bench(rounds: int, ocr_rounds: int, frame_rounds: int) -> list[str]:
 
             lines += ["", "a frame without OCR, zenity in front (AX text), target p50 <= 15 ms", ""]
             lines.append(header)
-            lines += frame_rows(desk, probe, frame_rounds)
+            lines += frame_rows_in_child(desk, frame_rounds)
+            lines += ["", "baseline: the default frame with freed memory kept (no page faults):"]
+            lines += ["MALLOC_MMAP_THRESHOLD_=64 MiB MALLOC_TRIM_THRESHOLD_=256 MiB", ""]
+            lines.append(header)
+            lines += frame_rows_in_child(desk, frame_rounds, "keep-memory")
         finally:
             reader.close()
             probe.close()
@@ -251,6 +264,9 @@ class Steps:
     def add(self, label: str, ms: float) -> None:
         self._frame[label] = self._frame.get(label, 0.0) + ms
 
+    def discard_frame(self) -> None:
+        self._frame = {}
+
     def end_frame(self) -> None:
         for label, ms in self._frame.items():
             self.times.setdefault(label, []).append(ms)
@@ -308,7 +324,108 @@ def real_text(size: int) -> str:
     return text[:size]
 
 
-def frame_rows(desk: Desktop, probe: X11Probe, rounds: int) -> list[str]:
+# Whole frames are timed as the daemon takes them: in a fresh process, on a worker thread,
+# at least poll_seconds (>= 0.2 s) apart; 0.1 s here. It matters: whether a frame's ~22 MB
+# of buffers (mss's copy of the screen, its bytes(), the RGB image) land on pages already
+# mapped depends on what the process allocated before. The daemon's do not (~6,000 page
+# faults a frame, read from /proc by bench.daemon), nor do these; the same frames run in
+# this process after the per-step timings above took none, and half the time.
+FRAME_GAP_S = 0.1
+
+
+def in_worker(job: Callable[[], Any]) -> Any:
+    """``job()`` on a thread of its own, as the daemon's capture worker runs a frame."""
+    result: list[Any] = []
+
+    def run() -> None:
+        try:
+            result.append(job())
+        except BaseException as exc:  # re-raised on the calling thread
+            result.append(exc)
+        finally:
+            screen.close()  # this thread's mss connection
+
+    thread = threading.Thread(target=run, name="bench-worker")
+    thread.start()
+    thread.join()
+    if isinstance(result[0], BaseException):
+        raise result[0]
+    return result[0]
+
+
+def faults() -> int:
+    """Minor page faults of the calling thread so far."""
+    return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+
+
+def time_frames(
+    daemon: Any, probe: X11Probe, config: Any, steps: Steps, rounds: int, desk_pids: list[int]
+) -> tuple[list[float], list[float], list[int], list[float]]:
+    """``rounds`` frames of the zenity window through ``Daemon._capture``, FRAME_GAP_S
+    apart: wall ms, this thread's CPU ms, page faults, and the desktop's CPU ms of each."""
+    totals: list[float] = []
+    cpu: list[float] = []
+    faulted: list[int] = []
+    outside: list[float] = []
+    for n in range(rounds + 2):
+        time.sleep(FRAME_GAP_S)
+        desk_before, faults_before = cpu_seconds(desk_pids), faults()
+        start, start_cpu = time.perf_counter(), time.thread_time()
+        seen = probe.frontmost()
+        steps.add("probe.frontmost()", (time.perf_counter() - start) * 1000)
+        outcome = daemon._capture(config, "app_change", seen, time.monotonic())
+        elapsed = (time.perf_counter() - start) * 1000
+        assert outcome == "captured" and daemon.last_text_source == "ax", outcome
+        if n < 2:  # warm-up
+            steps.discard_frame()
+            continue
+        totals.append(elapsed)
+        cpu.append((time.thread_time() - start_cpu) * 1000)
+        faulted.append(faults() - faults_before)
+        outside.append((cpu_seconds(desk_pids) - desk_before) * 1000)
+        steps.end_frame()
+    return totals, cpu, faulted, outside
+
+
+# glibc's allocator told to keep freed memory instead of returning it to the system: what a
+# frame costs when its buffers land on pages already mapped (the tunables are read at start).
+KEEP_MEMORY = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
+
+
+def frame_rows_in_child(desk: Desktop, rounds: int, variant: str = "as-is") -> list[str]:
+    """``frame_rows`` in a fresh process, as the daemon starts: the grabs and images of
+    the steps above leave this process's allocator holding memory that a daemon's frames
+    do not find (measured: 0 page faults a frame here, ~6,000 in the daemon).
+    ``variant`` "keep-memory" runs the default config alone under KEEP_MEMORY."""
+    extra = KEEP_MEMORY if variant == "keep-memory" else {}
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.capture", "--frame-child", str(rounds), desk.token, variant],
+        env={**os.environ, **desk.env, **extra},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the frame benchmark failed:\n{done.stderr[-4000:]}")
+    lines: list[str] = json.loads(done.stdout)
+    return lines
+
+
+def frame_child(rounds: int, token: str, variant: str) -> list[str]:
+    """The child's side: the same desktop, found through the environment it was given."""
+    from types import SimpleNamespace
+
+    display = os.environ["DISPLAY"]
+    desk = SimpleNamespace(display=display, env=dict(os.environ), token=token)
+    probe = X11Probe(display)
+    try:
+        return frame_rows(desk, probe, rounds, variant)  # type: ignore[arg-type]
+    finally:
+        probe.close()
+
+
+def frame_rows(desk: Desktop, probe: X11Probe, rounds: int, variant: str = "as-is") -> list[str]:
     """The daemon's own capture path timed end to end, then its parts (see the docstring)."""
     import capture.daemon
     import capture.record
@@ -320,19 +437,36 @@ def frame_rows(desk: Desktop, probe: X11Probe, rounds: int) -> list[str]:
     lines = []
     front = probe.frontmost()
     assert front is not None and front.app == "Zenity", front
+    desk_pids = marked_processes(desk.token)
+
+    def bare_grabs() -> tuple[list[float], list[int]]:
+        times, faulted = [], []
+        for _ in range(rounds // 2 + 2):
+            time.sleep(FRAME_GAP_S)
+            before, start = faults(), time.perf_counter()
+            screen.grab(front.geometry, display=desk.display)
+            times.append((time.perf_counter() - start) * 1000)
+            faulted.append(faults() - before)
+        return sorted(times[2:]), sorted(faulted[2:])
+
     with tempfile.TemporaryDirectory(prefix="bench-frame-") as folder:
         daemon = Daemon(Path(folder) / "home")
         daemon.backends = backends(environ=desk.env)
         try:
-            image, _monitor = screen.grab(front.geometry, display=desk.display)
-            bare_grab = screen.grab
             base = daemon.config()
             crypto = daemon._crypto(base)
             assert isinstance(crypto, FrameCrypto)
-            for name, config in (
+            configs = [
                 ("thumb encrypted (default)", base),
                 ("thumb + text encrypted", base.replace(encrypt_text=True)),
-            ):
+            ]
+            if variant == "keep-memory":
+                configs = [("default, allocator keeps memory", base)]
+            else:
+                floor, floor_faults = in_worker(bare_grabs)
+                note = f"{percentile(floor_faults, 0.5)} page faults (p50)"
+                lines.append(row("baseline: a bare grab, same spacing", floor, note))
+            for name, config in configs:
                 steps = Steps()
                 steps.wrap(screen, "grab", "screen.grab 1920x1080")
                 steps.wrap(daemon.backends.probe, "visible_windows", FRAME_STEPS[2])
@@ -347,28 +481,12 @@ def frame_rows(desk: Desktop, probe: X11Probe, rounds: int) -> list[str]:
                 steps.wrap(crypto, "encrypt_text", "    encrypt_text")
                 steps.wrap(crypto, "blind_tokens", "    blind_tokens")
                 steps.wrap(capture.record, "write_thumbnail", "    write_thumbnail (2 fsyncs)")
-                totals, cpu, floor, outside = [], [], [], []
-                desk_pids = marked_processes(desk.token)
                 try:
-                    for n in range(rounds + 2):
-                        # The floor, interleaved so that it meets the same load: a bare grab.
-                        start = time.perf_counter()
-                        bare_grab(front.geometry, display=desk.display)
-                        floor.append((time.perf_counter() - start) * 1000)
-                        desk_before = cpu_seconds(desk_pids)
-                        start, start_cpu = time.perf_counter(), time.thread_time()
-                        seen = probe.frontmost()
-                        steps.add("probe.frontmost()", (time.perf_counter() - start) * 1000)
-                        outcome = daemon._capture(config, "app_change", seen, time.monotonic())
-                        totals.append((time.perf_counter() - start) * 1000)
-                        cpu.append((time.thread_time() - start_cpu) * 1000)
-                        outside.append((cpu_seconds(desk_pids) - desk_before) * 1000)
-                        assert outcome == "captured" and daemon.last_text_source == "ax"
-                        if n < 2:  # warm-up
-                            steps._frame = {}
-                            del totals[-1], cpu[-1], floor[-1], outside[-1]
-                            continue
-                        steps.end_frame()
+                    totals, cpu, faulted, outside = in_worker(
+                        lambda c=config, st=steps: time_frames(
+                            daemon, probe, c, st, rounds, desk_pids
+                        )
+                    )
                 finally:
                     steps.restore()
                 desk_ms = sum(outside) / len(outside)
@@ -381,21 +499,25 @@ def frame_rows(desk: Desktop, probe: X11Probe, rounds: int) -> list[str]:
                     total - sum(steps.times[step][i] for step in TOP_LEVEL)
                     for i, total in enumerate(totals)
                 ]
-                lines.append(row(f"frame, {name}", sorted(totals), "wall clock"))
-                lines.append(row("  its CPU time in this thread", sorted(cpu), "thread_time"))
-                lines.append(row("  baseline: a bare grab, interleaved", sorted(floor)))
+                note = f"wall clock; {percentile(sorted(faulted), 0.5)} page faults (p50)"
+                lines.append(row(f"frame, {name}", sorted(totals), note))
+                lines.append(row("  its CPU time in its thread", sorted(cpu), "thread_time"))
                 for step in FRAME_STEPS:
                     if step in steps.times:
                         lines.append(row(f"  {step}", sorted(steps.times[step])))
                 lines.append(row("    other (counters, Seen, ...)", sorted(others)))
                 own = sum(cpu) / len(cpu)
                 lines.append(
-                    f"  CPU a frame, means: this thread {own:.1f} ms + the desktop's processes "
-                    f"(Xvfb, AT-SPI, zenity) {desk_ms:.1f} ms "
-                    f"= {own + desk_ms:.1f} ms"
+                    f"  CPU a frame, means: its thread {own:.1f} ms + the desktop's processes "
+                    f"(Xvfb, AT-SPI, zenity) {desk_ms:.1f} ms = {own + desk_ms:.1f} ms"
                 )
 
+            if variant == "keep-memory":
+                return lines
             lines += ["", "the same steps alone, on 2 KB of real text (the GPL-3 preamble)", ""]
+            # Grabbed only now: an image held while the frames ran changed what the
+            # allocator gave them (no page faults, half the time), unlike in the daemon.
+            image, _monitor = screen.grab(front.geometry, display=desk.display)
             jpeg = screen.thumbnail(image)
             text = real_text(2048)
             times, sealed = timed(lambda: crypto.encrypt_thumb(7, jpeg), rounds)
@@ -501,7 +623,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ocr-rounds", type=int, default=10, help="timings of each OCR step")
     parser.add_argument("--frame-rounds", type=int, default=200, help="timings of whole frames")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--frame-child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.frame_child:
+        rounds, token, variant = args.frame_child
+        sys.stdout.write(json.dumps(frame_child(int(rounds), token, variant)))
+        return 0
     lines = bench(args.rounds, args.ocr_rounds, args.frame_rounds)
     report = "\n".join(lines) + "\n"
     sys.stdout.write(report)

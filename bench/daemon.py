@@ -80,6 +80,12 @@ def load() -> str:
 # -- /proc -----------------------------------------------------------------------------------
 
 
+def minor_faults(pid: int) -> int:
+    """Minor page faults of a process so far (all its threads)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[7])
+
+
 def cpu_seconds(pid: int | str) -> float:
     """utime + stime of a process (all its threads) or of one ``pid/task/tid``."""
     with open(f"/proc/{pid}/stat") as f:
@@ -105,6 +111,31 @@ def memory(pid: int) -> dict[str, int]:
             if key in ("VmRSS", "RssAnon", "RssFile", "VmHWM"):
                 values[key] = int(rest.split()[0])
     return values
+
+
+def rss_by_mapping(pid: int, home: Path) -> dict[str, int]:
+    """Resident kB of ``pid`` by kind of mapping, from /proc/<pid>/smaps."""
+    kinds: dict[str, int] = {}
+    kind = "other"
+    views = str(home / "views")
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split(maxsplit=5)
+            if len(head) >= 5 and "-" in head[0] and ":" in head[3]:  # a mapping's header
+                path = head[5].strip() if len(head) > 5 else ""
+                if not path or path.startswith("[anon"):
+                    kind = "anonymous (malloc arenas, Rust heaps)"
+                elif path == "[heap]":
+                    kind = "[heap] (main arena)"
+                elif path.startswith(views):
+                    kind = "views/ files (Tantivy mmap)"
+                elif ".so" in path:
+                    kind = "shared libraries"
+                else:
+                    kind = "other (stacks, files)"
+            elif line.startswith("Rss:"):
+                kinds[kind] = kinds.get(kind, 0) + int(line.split()[1])
+    return kinds
 
 
 # -- the daemon ------------------------------------------------------------------------------
@@ -431,11 +462,15 @@ def memory_attempt(
             desk.activate(window.window_id)
         settle_windows(desk)
         pid = daemon.start(xlib_threaded=xlib_threaded)
-        say(f"{'frames':>7s} {'VmRSS kB':>9s} {'RssAnon':>9s} {'RssFile':>9s} {'s':>7s} {'/s':>6s}")
+        say(
+            f"{'frames':>7s} {'VmRSS kB':>9s} {'RssAnon':>9s} {'RssFile':>9s} {'s':>7s} "
+            f"{'/s':>6s} {'CPU ms/frame':>13s} {'faults/frame':>13s}"
+        )
         started = time.monotonic()
         rss: dict[int, int] = {}
+        mappings: dict[int, dict[str, int]] = {}
         switches = 0
-        last_print = (0, started)
+        last_print = (0, started, cpu_seconds(pid), minor_faults(pid))
         next_mark = 0
         progress = (0, started)
         while next_mark < len(marks):
@@ -451,12 +486,20 @@ def memory_attempt(
                 return False
             while next_mark < len(marks) and stored >= marks[next_mark]:
                 values = memory(pid)
+                used, faulted = cpu_seconds(pid), minor_faults(pid)
+                # The whole daemon's CPU and page faults since the last mark, per frame:
+                # capture, indexing and the probe loop together.
+                new = max(1, stored - last_print[0])
                 rate = (stored - last_print[0]) / max(1e-9, now - last_print[1])
-                last_print = (stored, now)
+                cpu_ms = (used - last_print[2]) * 1000 / new
+                faults = (faulted - last_print[3]) / new
+                last_print = (stored, now, used, faulted)
                 rss[marks[next_mark]] = values["VmRSS"]
+                mappings[marks[next_mark]] = rss_by_mapping(pid, daemon.home)
                 say(
                     f"{stored:7d} {values['VmRSS']:9d} {values['RssAnon']:9d} "
-                    f"{values['RssFile']:9d} {now - started:7.0f} {rate:6.2f}"
+                    f"{values['RssFile']:9d} {now - started:7.0f} {rate:6.2f} "
+                    f"{cpu_ms:13.1f} {faults:13,.0f}"
                 )
                 next_mark += 1
         elapsed = time.monotonic() - started
@@ -471,6 +514,11 @@ def memory_attempt(
         )
         low = 500 if 500 in rss else min(rss)
         ratio = rss[marks[-1]] / rss[low]
+        say()
+        say(f"{'resident kB by mapping':44s} " + " ".join(f"{m:>8,d}" for m in mappings))
+        for kind in sorted(mappings[marks[-1]], key=lambda k: -mappings[marks[-1]][k]):
+            say(f"{kind:44s} " + " ".join(f"{by.get(kind, 0):8,d}" for by in mappings.values()))
+        say()
         say(
             f"RESULT RSS {rss[marks[-1]] / 1024:.1f} MB at {marks[-1]:,} frames / "
             f"{rss[low] / 1024:.1f} MB at {low:,} = {ratio:.3f} (target <= 1.2)"
