@@ -20,8 +20,9 @@ thread of its own, frames 0.1 s apart (see FRAME_GAP_S for why this matters). Ea
 is timed inside those same frames by wrapping the functions the daemon calls, with the
 thread's CPU time, its page faults and the CPU the desktop's processes spent on the
 frame; the baseline is a bare grab on the same kind of thread and spacing, and the
-default frame again with glibc told to keep freed memory (``KEEP_MEMORY``), which shows
-what the page faults cost. Then the parts alone:
+default frame again without the daemon's allocator set-up (glibc's defaults put every
+grab's buffers on fresh pages), which shows what those page faults cost. Then the parts
+alone:
 ``FrameCrypto.encrypt_thumb`` of the thumbnail, ``encrypt_text`` and ``blind_tokens`` of
 2 KB of text, redaction, and ``record_frame`` inside ``Log.batch``, beside one fsynced
 write of the same size to the same disk. Target: median <= 15 ms.
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import math
 import os
@@ -45,7 +47,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +76,7 @@ PROSE = (
 ) * 6
 
 
-def percentile(ordered: list[float], q: float) -> float:
+def percentile(ordered: Sequence[float], q: float) -> float:
     """Nearest-rank percentile of an ascending list."""
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
@@ -188,7 +190,7 @@ def bench(rounds: int, ocr_rounds: int, frame_rounds: int) -> list[str]:
             for name, window in (("xterm", term_front), ("zenity", front)):
                 region = crop(desk, window.geometry)
                 size = f"{region.width}x{region.height}"
-                times, text = timed(lambda r=region: ocr.ocr_text(r), ocr_rounds, warmup=1)
+                times, text = timed(functools.partial(ocr.ocr_text, region), ocr_rounds, warmup=1)
                 lines.append(row(f"OCR {name} {size} (pytesseract)", times, f"{len(text)} chars"))
                 tesserocr_row = time_tesserocr(region, ocr_rounds)
                 if tesserocr_row:
@@ -197,10 +199,10 @@ def bench(rounds: int, ocr_rounds: int, frame_rounds: int) -> list[str]:
             lines += ["", "a frame without OCR, zenity in front (AX text), target p50 <= 15 ms", ""]
             lines.append(header)
             lines += frame_rows_in_child(desk, frame_rounds)
-            lines += ["", "baseline: the default frame with freed memory kept (no page faults):"]
-            lines += ["MALLOC_MMAP_THRESHOLD_=64 MiB MALLOC_TRIM_THRESHOLD_=256 MiB", ""]
+            lines += ["", "baseline: the default frame with glibc's allocator defaults (before"]
+            lines += ["the daemon kept freed memory: every grab's buffers on fresh pages)", ""]
             lines.append(header)
-            lines += frame_rows_in_child(desk, frame_rounds, "keep-memory")
+            lines += frame_rows_in_child(desk, frame_rounds, "glibc-defaults")
         finally:
             reader.close()
             probe.close()
@@ -324,12 +326,13 @@ def real_text(size: int) -> str:
     return text[:size]
 
 
-# Whole frames are timed as the daemon takes them: in a fresh process, on a worker thread,
-# at least poll_seconds (>= 0.2 s) apart; 0.1 s here. It matters: whether a frame's ~22 MB
-# of buffers (mss's copy of the screen, its bytes(), the RGB image) land on pages already
-# mapped depends on what the process allocated before. The daemon's do not (~6,000 page
-# faults a frame, read from /proc by bench.daemon), nor do these; the same frames run in
-# this process after the per-step timings above took none, and half the time.
+# Whole frames are timed as the daemon takes them: in a fresh process set up as Daemon.run
+# sets up its own, on a worker thread, at least poll_seconds (>= 0.2 s) apart; 0.1 s here.
+# It matters: whether a frame's ~22 MB of buffers (mss's copy of the screen, its bytes(),
+# the RGB image) land on pages already mapped depends on what the process did before. With
+# glibc's defaults they did not in 7 of 8 fresh processes (~6,000 page faults a frame, as
+# bench.daemon read from a daemon's /proc), while frames run in this process after the
+# per-step timings above took none, and half the time.
 FRAME_GAP_S = 0.1
 
 
@@ -387,20 +390,14 @@ def time_frames(
     return totals, cpu, faulted, outside
 
 
-# glibc's allocator told to keep freed memory instead of returning it to the system: what a
-# frame costs when its buffers land on pages already mapped (the tunables are read at start).
-KEEP_MEMORY = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
-
-
-def frame_rows_in_child(desk: Desktop, rounds: int, variant: str = "as-is") -> list[str]:
-    """``frame_rows`` in a fresh process, as the daemon starts: the grabs and images of
-    the steps above leave this process's allocator holding memory that a daemon's frames
-    do not find (measured: 0 page faults a frame here, ~6,000 in the daemon).
-    ``variant`` "keep-memory" runs the default config alone under KEEP_MEMORY."""
-    extra = KEEP_MEMORY if variant == "keep-memory" else {}
+def frame_rows_in_child(desk: Desktop, rounds: int, variant: str = "daemon") -> list[str]:
+    """``frame_rows`` in a fresh process, set up as ``Daemon.run`` sets up its own: the
+    grabs and images of the steps above leave this process's allocator in a state a daemon
+    does not start from. ``variant`` "glibc-defaults" skips the daemon's allocator set-up
+    and times the default config alone: what the page faults cost."""
     done = subprocess.run(
         [sys.executable, "-m", "bench.capture", "--frame-child", str(rounds), desk.token, variant],
-        env={**os.environ, **desk.env, **extra},
+        env={**os.environ, **desk.env},
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -416,6 +413,11 @@ def frame_child(rounds: int, token: str, variant: str) -> list[str]:
     """The child's side: the same desktop, found through the environment it was given."""
     from types import SimpleNamespace
 
+    import capture.daemon
+
+    keep_freed_memory = getattr(capture.daemon, "_keep_freed_memory", None)
+    if variant == "daemon" and keep_freed_memory is not None:
+        keep_freed_memory()  # the first thing Daemon.run does
     display = os.environ["DISPLAY"]
     desk = SimpleNamespace(display=display, env=dict(os.environ), token=token)
     probe = X11Probe(display)
@@ -425,7 +427,7 @@ def frame_child(rounds: int, token: str, variant: str) -> list[str]:
         probe.close()
 
 
-def frame_rows(desk: Desktop, probe: X11Probe, rounds: int, variant: str = "as-is") -> list[str]:
+def frame_rows(desk: Desktop, probe: X11Probe, rounds: int, variant: str = "daemon") -> list[str]:
     """The daemon's own capture path timed end to end, then its parts (see the docstring)."""
     import capture.daemon
     import capture.record
@@ -460,8 +462,8 @@ def frame_rows(desk: Desktop, probe: X11Probe, rounds: int, variant: str = "as-i
                 ("thumb encrypted (default)", base),
                 ("thumb + text encrypted", base.replace(encrypt_text=True)),
             ]
-            if variant == "keep-memory":
-                configs = [("default, allocator keeps memory", base)]
+            if variant == "glibc-defaults":
+                configs = [("default, glibc defaults", base)]
             else:
                 floor, floor_faults = in_worker(bare_grabs)
                 note = f"{percentile(floor_faults, 0.5)} page faults (p50)"
@@ -482,11 +484,10 @@ def frame_rows(desk: Desktop, probe: X11Probe, rounds: int, variant: str = "as-i
                 steps.wrap(crypto, "blind_tokens", "    blind_tokens")
                 steps.wrap(capture.record, "write_thumbnail", "    write_thumbnail (2 fsyncs)")
                 try:
-                    totals, cpu, faulted, outside = in_worker(
-                        lambda c=config, st=steps: time_frames(
-                            daemon, probe, c, st, rounds, desk_pids
-                        )
+                    job = functools.partial(
+                        time_frames, daemon, probe, config, steps, rounds, desk_pids
                     )
+                    totals, cpu, faulted, outside = in_worker(job)
                 finally:
                     steps.restore()
                 desk_ms = sum(outside) / len(outside)
@@ -512,7 +513,7 @@ def frame_rows(desk: Desktop, probe: X11Probe, rounds: int, variant: str = "as-i
                     f"(Xvfb, AT-SPI, zenity) {desk_ms:.1f} ms = {own + desk_ms:.1f} ms"
                 )
 
-            if variant == "keep-memory":
+            if variant == "glibc-defaults":
                 return lines
             lines += ["", "the same steps alone, on 2 KB of real text (the GPL-3 preamble)", ""]
             # Grabbed only now: an image held while the frames ran changed what the
