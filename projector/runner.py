@@ -147,9 +147,11 @@ class Projector:
             self.state.apply(offset, event)
 
     def _commit(self, position: int) -> None:
-        self.search.commit(max(position, self.search.position))
+        # The state first: a reader never finds a frame whose app the state does not list
+        # yet (the search's app filter takes its app names from the state).
         self.state.position = max(position, self.state.position)
         self.state.save(self.layout.views)
+        self.search.commit(max(position, self.search.position))
 
     # -- deletion --------------------------------------------------------------------------
 

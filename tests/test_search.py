@@ -1,0 +1,93 @@
+"""What a search matches: the app filter, phrases across plaintext and encrypted frames, and
+one ranked list over several month partitions."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from backscroll.manage import import_frames
+from backscroll.store import MemoryStore
+
+NOW = datetime.now(UTC)
+
+
+def frame(days_ago: float, app: str, title: str, text: str) -> str:
+    ts = (NOW - timedelta(days=days_ago)).isoformat()
+    return json.dumps({"ts": ts, "app": app, "title": title, "text": text})
+
+
+def apps(hits: list) -> list[str]:  # type: ignore[type-arg]
+    return sorted(h.app for h in hits)
+
+
+def test_the_app_filter_is_a_substring_of_the_app_or_a_word_start_in_the_title() -> None:
+    with MemoryStore() as store:
+        import_frames(
+            store,
+            [
+                frame(1, "Firefox", "Invoices — Mozilla", "quarterly ledger"),
+                frame(1, "Terminal", "Grafana — Home", "quarterly ledger"),
+                frame(1, "gnome-terminal-server", "zsh", "quarterly ledger"),
+                frame(1, "Slack", "general", "quarterly ledger"),
+            ],
+        )
+        assert apps(store.search("ledger", app="IREFO")) == ["Firefox"]
+        assert apps(store.search("ledger", app="terminal")) == ["Terminal", "gnome-terminal-server"]
+        assert apps(store.search("ledger", app="graf")) == ["Terminal"]
+        assert apps(store.search("ledger", app="afana")) == []  # not at a title word's start
+        assert apps(store.search("ledger", app="Invoices — Moz")) == ["Firefox"]
+        assert apps(store.search("ledger", app="Photoshop")) == []
+        assert apps(store.search("ledger", app="—")) == []  # no app name, no title word
+        assert [h.app for h in store.timeline(app="slack")] == ["Slack"]
+
+
+def test_the_app_filter_finds_an_app_seen_only_in_an_earlier_month() -> None:
+    with MemoryStore() as store:
+        import_frames(
+            store,
+            [frame(70, "Thunderbird", "Inbox", "ledger"), frame(1, "Firefox", "Inbox", "ledger")],
+        )
+        assert apps(store.search("ledger", app="thunder")) == ["Thunderbird"]
+        recent = store.search("ledger", app="thunder", start=NOW - timedelta(days=3))
+        assert recent == []
+
+
+def test_a_phrase_matches_plaintext_and_encrypted_frames_in_order_only() -> None:
+    with MemoryStore() as store:
+        import_frames(
+            store,
+            [
+                frame(2, "Editor", "a", "the connection was refused by upstream"),
+                frame(2, "Editor", "b", "upstream refused the connection"),
+                frame(2, "Mail", "Re: refused by upstream", "nothing here"),
+            ],
+        )
+        store.set_config(encrypt_text=True)
+        import_frames(
+            store,
+            [
+                frame(1, "Terminal", "c", "error: refused by upstream proxy"),
+                frame(1, "Terminal", "d", "upstream says: by refused"),
+            ],
+        )
+        found = store.search('"refused by upstream"')
+        assert sorted(h.title for h in found) == ["Re: refused by upstream", "a", "c"]
+        assert sorted(h.title for h in store.search('"refused by upstream"', app="term")) == ["c"]
+        assert sorted(h.title for h in store.search('error "refused by upstream"')) == ["c"]
+
+
+def test_hits_from_every_month_merge_into_one_list_best_first() -> None:
+    with MemoryStore() as store:
+        import_frames(
+            store,
+            [
+                frame(days, "Editor", f"d{days}", "tarn " * repeats + "filler words here")
+                for days, repeats in ((101, 1), (69, 4), (37, 2), (5, 8))
+            ],
+        )
+        assert len(store.views.partitions()) >= 4
+        hits = store.search("tarn")
+        assert [h.title for h in hits] == ["d5", "d69", "d37", "d101"]
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        assert [h.title for h in store.search("tarn", limit=2)] == ["d5", "d69"]
