@@ -7,10 +7,15 @@ Threads (never forked processes: a forked child would inherit the log's lock):
   is busy replaces any older one still waiting;
 - the projector follows the log, keeping the views current, and runs housekeeping.
 Logs never contain screen text or window titles.
+
+A display that goes away (the X server stopped or crashed) pauses capture with the reason in
+the heartbeat; the probe loop opens the display again every ``RETRY_SECONDS`` until it
+answers, then starts the backends and the pause hotkey afresh on it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import logging
@@ -61,6 +66,7 @@ class Daemon:
         self.last_reason: str | None = None
         self.last_text_source: str | None = None
         self.hotkey_problem: str | None = None
+        self._hotkey: Any = None
         self._lock_fd = self._single_instance()
         self._pending: tuple[CaptureReason, Any, Any] | None = None
         self._wake = threading.Condition()
@@ -102,6 +108,8 @@ class Daemon:
         with self.store.log.locked():
             remove_orphan_thumbnails(self.home, self.store.log.next_offset())
         self.trigger = Trigger()
+        self._default_excepthook = threading.excepthook
+        threading.excepthook = self._thread_failed
         self._start_hotkey(config)
         threads = [
             threading.Thread(target=self._project, name="projector", daemon=True),
@@ -124,6 +132,7 @@ class Daemon:
             self._reader.shutdown()
             self.store.log.append(DaemonStopped(ts_us=now_us(), pid=os.getpid(), reason=reason))
             self.heartbeat.remove()
+            threading.excepthook = self._default_excepthook
             os.close(self._lock_fd)
             log.info("capture daemon stopped (%s)", reason)
 
@@ -146,8 +155,7 @@ class Daemon:
                 self._tick(config)
             except CaptureError as exc:
                 self._set_problem(f"display unavailable: {exc}")
-                self.stop_event.wait(RETRY_SECONDS)
-                self._reconnect()
+                self._reconnect(config)
                 continue
             self._beat(config)
             elapsed = time.monotonic() - started
@@ -348,16 +356,37 @@ class Daemon:
         self.problem = None
         return True
 
-    def _reconnect(self) -> None:
+    def _reconnect(self, config: Config) -> None:
+        """Open the display again every RETRY_SECONDS until it answers or the daemon stops.
+
+        The heartbeat goes on meanwhile, so ``status`` shows the reason, not a stale daemon.
+        The old backends are closed only once new ones are open: the worker may still be
+        reading a window's text through them.
+        """
         from capture.platform import backends
 
-        try:
+        self.outcome = "paused"
+        while True:
+            self._beat(config)
+            if self.stop_event.wait(RETRY_SECONDS):
+                return
+            try:
+                fresh = backends()
+            except CaptureError as exc:
+                self._set_problem(f"display unavailable: {exc}")
+                continue
             with self._x_lock:
-                self.backends.close()
-                self.backends = backends()
-            self.problem = None
-        except CaptureError as exc:
-            self._set_problem(f"display unavailable: {exc}")
+                stale, self.backends = self.backends, fresh
+            stale.close()
+            break
+        log.info("display available again; capture resumes")
+        self.problem = None
+        # pynput's listener ended with its X connection: a new one listens on the new one.
+        if self._hotkey is not None:
+            with contextlib.suppress(Exception):  # stopping it needs the connection that is gone
+                self._hotkey.stop()
+            self._hotkey = None
+            self._start_hotkey(config)
 
     def _count(self, kind: str, key: str) -> None:
         self.counts[kind][key] = self.counts[kind].get(key, 0) + 1
@@ -394,10 +423,30 @@ class Daemon:
         try:
             from capture.hotkey import Hotkey
 
-            Hotkey(config.pause_hotkey, self.toggle_pause).start()
+            self._hotkey = Hotkey(config.pause_hotkey, self.toggle_pause)
+            self._hotkey.start()
+            self.hotkey_problem = None
         except Exception as exc:  # pynput raises many kinds where it cannot work
             self.hotkey_problem = f"{type(exc).__name__}: {exc}"
             log.warning("pause hotkey unavailable: %s", self.hotkey_problem)
+
+    def _thread_failed(self, args: threading.ExceptHookArgs) -> None:
+        """``threading.excepthook`` while the daemon runs.
+
+        pynput's listener thread ends with an X error when the display goes away; that is
+        one line in the log, not a traceback: the probe loop notices the same loss and
+        starts a new listener once the display is back. Anything else is a bug, reported by
+        the default hook.
+        """
+        from Xlib import error
+
+        listener = getattr(self._hotkey, "listener", None)
+        lost = (error.ConnectionClosedError, error.DisplayError)
+        if args.thread is not None and args.thread is listener and isinstance(args.exc_value, lost):
+            self.hotkey_problem = "the display went away"
+            log.warning("pause hotkey stopped: %s", self.hotkey_problem)
+            return
+        self._default_excepthook(args)
 
     def toggle_pause(self) -> None:
         if self.store.state().pause.active(now_us()):

@@ -342,11 +342,14 @@ class Desktop:
                 raise DesktopError(f"not {what} within {START_TIMEOUT_S} s")
             time.sleep(0.02)
 
-    def _start_x(self) -> None:
+    def _start_x(self, display: str = "") -> None:
+        """Xvfb on ``display`` (":N"), or on the first free number when none is given."""
         read_fd, write_fd = os.pipe()
         try:
             # -noreset: the server must not wipe its state when the last client leaves.
-            argv = [require("Xvfb"), "-displayfd", str(write_fd), "-nolisten", "tcp", "-noreset"]
+            # With a display named, -displayfd still announces it once the server is ready.
+            argv = [require("Xvfb"), *([display] if display else [])]
+            argv += ["-displayfd", str(write_fd), "-nolisten", "tcp", "-noreset"]
             argv += ["-screen", "0", f"{WIDTH}x{HEIGHT}x24"]
             xvfb = self._spawn("Xvfb", argv, pass_fds=(write_fd,))
             os.close(write_fd)

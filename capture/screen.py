@@ -61,6 +61,30 @@ def grab(geometry: Geometry | None, *, display: str | None = None) -> tuple[Imag
     """The monitor holding ``geometry``'s centre (the first monitor when None), as RGB."""
     from PIL import Image
 
+    try:
+        shot, monitor = _grab(geometry, display)
+    except Exception:
+        # This thread's connection may be to an X server that has gone, and perhaps come
+        # back on the same display (the daemon's probe has reconnected, but only this
+        # thread can replace its own connection): one fresh connection before giving up.
+        _forget(display)
+        try:
+            shot, monitor = _grab(geometry, display)
+        except CaptureError:
+            raise
+        except Exception as exc:
+            _forget(display)
+            raise CaptureError(
+                f"the screen grab failed: {str(exc) or type(exc).__name__}"
+            ) from None
+    # Decoded straight from mss's buffer: ``shot.bgra`` would copy its 8 MB first.
+    image = Image.frombuffer("RGB", shot.size, shot.raw, "raw", "BGRX", 0, 1)
+    return image, monitor
+
+
+def _grab(geometry: Geometry | None, display: str | None) -> tuple[Any, Monitor]:
+    """One grab on this thread's connection. mss raises its ScreenShotError, an X error
+    from its backend or, on a connection the server closed, a bare AssertionError (10.2)."""
     screen, opened = _screen(display)
     monitors = _monitors(screen)
     monitor = _monitor_for(monitors, geometry)
@@ -73,14 +97,7 @@ def grab(geometry: Geometry | None, *, display: str | None = None) -> tuple[Imag
     monitor = monitor or _most_overlapped(monitors, geometry)
     region = {"left": monitor.left, "top": monitor.top}
     region |= {"width": monitor.width, "height": monitor.height}
-    try:
-        shot = screen.grab(region)
-    except Exception as exc:  # mss's ScreenShotError, or an X error from its backend
-        _forget(display)  # the connection may be dead: the next grab opens a new one
-        raise CaptureError(f"the screen grab failed: {exc}") from None
-    # Decoded straight from mss's buffer: ``shot.bgra`` would copy its 8 MB first.
-    image = Image.frombuffer("RGB", shot.size, shot.raw, "raw", "BGRX", 0, 1)
-    return image, monitor
+    return screen.grab(region), monitor
 
 
 def black_out(

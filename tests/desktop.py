@@ -10,6 +10,8 @@ On top of the package's desktop (Xvfb, a private session bus, openbox, AT-SPI: s
 
     gnome-keyring (``keyring=True``, or    through tests/keyring_daemon.py, on the same bus
       ``desk.start_keyring()`` later)
+    ``stop_x_server`` / ``restart_x_server``  a display that goes away and comes back on
+                                           the same number
 
 and the ``desktop`` session fixture (conftest.py imports it). A missing binary fails the
 desktop tests with the Debian package to install: CI installs them, they are never skipped.
@@ -74,6 +76,17 @@ class Desktop(_base.Desktop):
 
             self.keyring = start_keyring(self.env)
         return self.keyring
+
+    def stop_x_server(self) -> None:
+        """Stop Xvfb, as a display that goes away: openbox and the windows lose it too."""
+        for component in [c for c in self.components if c.name == "Xvfb"]:
+            _base._stop_group(component.process)
+            self.components.remove(component)
+
+    def restart_x_server(self) -> None:
+        """A new Xvfb on the same display number (no auth, as before), and openbox on it."""
+        self._start_x(self.display)
+        self._start_window_manager()
 
     def stop(self) -> None:
         if self.keyring is not None:

@@ -18,8 +18,9 @@ import pytest
 
 from backscroll.manage import pause
 from backscroll.store import MemoryStore
+from capture.daemon import RETRY_SECONDS
 from query.search import Hit
-from tests.desktop import Desktop
+from tests.desktop import Desktop, headless_desktop
 from tests.residue import files_containing
 
 pytestmark = pytest.mark.desktop
@@ -359,3 +360,106 @@ def test_a_locked_keyring_pauses_capture_with_the_reason_and_stores_nothing(
     assert "key" in problem.lower()
     assert daemon.status()["daemon"]["last_outcome"] in ("paused", "error")
     assert daemon.frames() == []  # never a fall-back to plaintext or to a new key
+
+
+def test_a_display_that_goes_away_pauses_capture_and_it_resumes_when_it_comes_back(
+    backscroll_home: Path,
+) -> None:
+    # A desktop of its own: the session's X server must outlive this test.
+    with headless_desktop() as desk:
+        daemon = Daemon(desk, backscroll_home)
+        try:
+            daemon.cli(*FAST)
+            before = desk.open_xterm(["before the display went away"], "before")
+            desk.activate(before.window_id)
+            daemon.start()
+            wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+
+            desk.stop_x_server()
+            problem = wait_for(lambda: daemon.status()["daemon"].get("problem"), "the reason")
+            assert problem.startswith("display unavailable")
+            status = daemon.status()["daemon"]
+            assert (status["state"], status["last_outcome"]) == ("running", "paused")
+            assert daemon.process is not None and daemon.process.poll() is None
+            assert daemon.cli("verify").strip().endswith("healthy")
+            # Kept away past a reconnection attempt, which fails and is made again later.
+            wait_for(
+                lambda: "cannot open" in daemon.status()["daemon"]["problem"],
+                "a failed reconnection",
+                RETRY_SECONDS + 5,
+            )
+            assert daemon.status()["daemon"]["hotkey_problem"] == "the display went away"
+
+            desk.restart_x_server()
+            after = desk.open_xterm(["after the display came back"], "after")
+            desk.activate(after.window_id)
+            wait_for(lambda: daemon.frames()[-1].title == "after", "a frame of the new display")
+            status = daemon.status()["daemon"]
+            assert (status["problem"], status["hotkey_problem"]) == (None, None)
+            assert len(daemon.frames()) == 2
+            # The pause hotkey listens on the new display too.
+            desk.run(["xdotool", "key", "ctrl+shift+alt+p"])
+            wait_for(lambda: daemon.status()["capture"].startswith("paused"), "the hotkey")
+            daemon.stop()
+            assert daemon.cli("verify").strip().endswith("healthy")
+            logged = daemon.log.read_text()
+            assert "capture paused: display unavailable" in logged
+            assert "Traceback" not in logged
+        finally:
+            daemon.stop()
+            if daemon.log.exists():
+                sys.stderr.write(daemon.log.read_text()[-4000:])
+
+
+def test_windows_destroyed_under_the_probe_cost_nothing_and_capture_goes_on(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    from Xlib import X, Xatom
+    from Xlib import display as xdisplay
+
+    steady = desktop.open_xterm(["a window that stays"], "steady")
+    desktop.activate(steady.window_id)
+    daemon.start()
+    wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+    x = xdisplay.Display(desktop.display)
+    try:
+        root = x.screen().root
+        # Windows that openbox maps, focuses and makes _NET_ACTIVE_WINDOW, destroyed 10 ms
+        # later: now and then a poll asks about one that is already gone (1 poll in 20 in a
+        # trial run), and captures fall due for windows that vanish during the grab.
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            flicker = root.create_window(100, 100, 300, 200, 0, X.CopyFromParent)
+            flicker.set_wm_class("flicker", "Flicker")
+            flicker.set_wm_name("flicker")
+            flicker.map()
+            x.sync()
+            time.sleep(0.01)
+            flicker.destroy()
+            x.sync()
+        desktop.activate(steady.window_id)
+        wait_for(lambda: daemon.frames()[-1].title == "steady", "the steady window again")
+        # What the window manager's property holds between a window's destruction and its
+        # update, made to last: every probe now gets BadWindow from the server.
+        active = x.intern_atom("_NET_ACTIVE_WINDOW")
+        root.change_property(active, Xatom.WINDOW, 32, [flicker.id])
+        x.sync()
+        wait_for(
+            lambda: daemon.status()["daemon"]["last_outcome"] == "no window", "a vanished window"
+        )
+        time.sleep(1.0)  # five more polls on it
+        status = daemon.status()["daemon"]
+        assert (status["state"], status["last_outcome"], status["problem"]) == (
+            "running",
+            "no window",
+            None,
+        )
+    finally:
+        x.close()
+    later = desktop.open_xterm(["a window opened afterwards"], "later")
+    desktop.activate(later.window_id)
+    wait_for(lambda: daemon.frames()[-1].title == "later", "a frame after the X errors")
+    assert daemon.process is not None and daemon.process.poll() is None
+    daemon.stop()
+    assert daemon.cli("verify").strip().endswith("healthy")
+    assert "Traceback" not in daemon.log.read_text()
