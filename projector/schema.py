@@ -6,20 +6,23 @@ Fields:
     ts          date, stored, indexed, fast   capture time: range filters and time order
     app, title  text (words), stored          searchable words of the app name and title
     app_lc      raw text                      the app name, normalised and lowercased, as one
-                                              term: the ``app`` filter is a contains-regex over
-                                              these few terms, and word prefixes over titles
-                                              (query/search.py; 3-grams of app and title
-                                              answered it too, but cost 35% of indexing speed)
-    text        text (words, positions)       plaintext frames only; never stored here
-    body        bytes, stored, not indexed    UTF-8 plaintext for snippets (a stored text
-                                              field would also index it as one huge term)
+                                              term: the ``app`` filter asks for the names that
+                                              contain it as exact terms, and for word prefixes
+                                              over titles (query/search.py; 3-grams of app and
+                                              title answered it too, but cost 35% of indexing)
+    text        text (words, positions),      plaintext frames only, NFKC-normalised; stored
+                stored                        for snippets and ``show``
+    body        bytes, stored, not indexed    the text as captured, only where NFKC changed it
+                                              (most screen text is ASCII, which it never does)
     cipher      bytes, stored                 encrypted text, decrypted for snippets
     btok        raw text, many values         blind tokens (hex) of encrypted frames
-    source      raw text, stored              ax / ocr / none
     enc         u64, stored, indexed, fast    1 when the text is encrypted
-    thumb       raw text, stored              thumbnail path, relative to the home
-    thumb_enc   u64, stored                   1 when the thumbnail is encrypted
-    reason      raw text, stored              why the frame was captured
+    meta        bytes, stored, not indexed    MessagePack [text source, capture reason,
+                                              thumbnail path or nil, thumbnail encrypted]
+
+Few fields on purpose: ``Document.from_dict`` costs ~0.8 µs a field whatever its size, and
+building documents is on the rebuild's critical path (four stored-only fields in one ``meta``
+took 3 µs a frame off it).
 """
 
 from __future__ import annotations
@@ -28,13 +31,15 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from backscroll import tokens
 from eventlog.events import FrameCaptured
 
 if TYPE_CHECKING:
     import tantivy
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def build_schema() -> tantivy.Schema:
@@ -47,15 +52,14 @@ def build_schema() -> tantivy.Schema:
     sb.add_text_field("app", stored=True, tokenizer_name=tokens.ANALYZER_NAME)
     sb.add_text_field("title", stored=True, tokenizer_name=tokens.ANALYZER_NAME)
     sb.add_text_field("app_lc", tokenizer_name="raw", index_option="basic")
-    sb.add_text_field("text", tokenizer_name=tokens.ANALYZER_NAME, index_option="position")
+    sb.add_text_field(
+        "text", stored=True, tokenizer_name=tokens.ANALYZER_NAME, index_option="position"
+    )
     sb.add_bytes_field("body", stored=True)
     sb.add_bytes_field("cipher", stored=True)
     sb.add_text_field("btok", tokenizer_name="raw", index_option="basic")
-    sb.add_text_field("source", stored=True, tokenizer_name="raw")
     sb.add_unsigned_field("enc", stored=True, indexed=True, fast=True)
-    sb.add_text_field("thumb", stored=True, tokenizer_name="raw", index_option="basic")
-    sb.add_unsigned_field("thumb_enc", stored=True)
-    sb.add_text_field("reason", stored=True, tokenizer_name="raw", index_option="basic")
+    sb.add_bytes_field("meta", stored=True)
     return sb.build()
 
 
@@ -67,6 +71,16 @@ def register_analyzers(index: tantivy.Index) -> None:
 def folded(text: str) -> str:
     """The form the ``app`` filter compares: NFKC, lowercased."""
     return tokens.normalize(text).lower()
+
+
+_meta = msgspec.msgpack.Encoder()
+_meta_decoder = msgspec.msgpack.Decoder(tuple[str, str, str | None, bool])
+
+
+def frame_meta(meta: bytes) -> tuple[str, str, str | None, bool]:
+    """A document's ``meta``: text source, capture reason, thumbnail path, thumbnail
+    encrypted."""
+    return _meta_decoder.decode(meta)
 
 
 def frame_document(frame: FrameCaptured, schema: tantivy.Schema) -> tantivy.Document:
@@ -81,19 +95,16 @@ def frame_document(frame: FrameCaptured, schema: tantivy.Schema) -> tantivy.Docu
         "app": tokens.normalize(frame.app),
         "title": tokens.normalize(frame.title),
         "app_lc": folded(frame.app),
-        "source": frame.text_source,
         "enc": int(frame.encrypted),
-        "thumb_enc": int(frame.thumb_encrypted),
-        "reason": frame.reason,
+        "meta": _meta.encode((frame.text_source, frame.reason, frame.thumb, frame.thumb_encrypted)),
     }
     if frame.encrypted:
         fields["cipher"] = frame.ciphertext
         fields["btok"] = [token.hex() for token in frame.blind_tokens]
     else:
-        fields["text"] = tokens.normalize(frame.text)
-        fields["body"] = frame.text.encode()
-    if frame.thumb:
-        fields["thumb"] = frame.thumb
+        text = fields["text"] = tokens.normalize(frame.text)
+        if text != frame.text:
+            fields["body"] = frame.text.encode()
     return tantivy.Document.from_dict(fields, schema)
 
 

@@ -19,7 +19,7 @@ import msgspec
 
 from backscroll import tokens
 from backscroll.errors import DecryptionError, NotFoundError
-from projector.schema import folded, partition_of
+from projector.schema import folded, frame_meta, partition_of
 from projector.state import Deletion, matches
 from query.parse import Term, parse_query
 from query.views import ViewReader
@@ -260,16 +260,17 @@ class Searcher:
     def _hit(self, doc: tantivy.Document, score: float) -> Hit:
         d = doc.to_dict()
         when = d["ts"][0]
+        source, reason, thumb, thumb_encrypted = frame_meta(bytes(d["meta"][0]))
         return Hit(
             id=d["id"][0],
             when=when if when.tzinfo else when.replace(tzinfo=UTC),
             app=d["app"][0] if d.get("app") else "",
             title=d["title"][0] if d.get("title") else "",
-            text_source=d["source"][0],
+            text_source=source,
             encrypted=bool(d["enc"][0]),
-            reason=d["reason"][0] if d.get("reason") else "",
-            thumb=d["thumb"][0] if d.get("thumb") else None,
-            thumb_encrypted=bool(d["thumb_enc"][0]) if d.get("thumb_enc") else False,
+            reason=reason,
+            thumb=thumb,
+            thumb_encrypted=thumb_encrypted,
             score=score,
             text=_raw_text(d),
         )
@@ -343,7 +344,7 @@ def _raw_text(d: dict[str, Any]) -> Any:
         return bytes(d["cipher"][0])
     if d.get("body"):
         return bytes(d["body"][0]).decode()
-    return ""
+    return d["text"][0] if d.get("text") else ""
 
 
 _pool: ThreadPoolExecutor | None = None
