@@ -214,12 +214,17 @@ class Searcher:
     ) -> tantivy.Query:
         import tantivy
 
-        must = tantivy.Occur.Must
+        must, should = tantivy.Occur.Must, tantivy.Occur.Should
         parts = [(must, _term_query(index.schema, term, blind, phrases)) for term in terms]
-        filters = self._filters(index, window, app)
-        if filters is not None:
-            parts.append((must, filters))
-        return tantivy.Query.boolean_query(parts)
+        if app:
+            # (words AND app name) OR (words AND title words): each intersection seeks
+            # through its own postings, where the words AND (name OR title) had Tantivy
+            # walk the union of every frame of the app and its titles (13 → 6 ms at 1M).
+            either = _app_query(index.schema, app, self._app_names(window))
+            parts = [(should, tantivy.Query.boolean_query([*parts, (must, q)])) for q in either]
+        query = tantivy.Query.boolean_query(parts)
+        filters = self._filters(index, window, None)
+        return tantivy.Query.boolean_query([(must, query), (must, filters)]) if filters else query
 
     def _filters(
         self, index: tantivy.Index, window: Window, app: str | None
@@ -240,8 +245,9 @@ class Searcher:
             )
             parts.append((tantivy.Occur.Must, rq))
         if app:
-            apps = self._app_names(window)
-            parts.append((tantivy.Occur.Must, _app_query(schema, app, apps)))
+            either = _app_query(schema, app, self._app_names(window))
+            any_of = tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in either])
+            parts.append((tantivy.Occur.Must, any_of))
         return tantivy.Query.boolean_query(parts) if parts else None
 
     def _app_names(self, window: Window) -> set[str]:
@@ -403,34 +409,34 @@ def _term_query(
     return tantivy.Query.boolean_query(plain)
 
 
-def _app_query(schema: tantivy.Schema, app: str, names: set[str]) -> tantivy.Query:
-    """Frames whose app name contains ``app``, or whose title has its words, each at the start
-    of a title word; the exact substring is then checked on the stored strings.
+def _app_query(schema: tantivy.Schema, app: str, names: set[str]) -> list[tantivy.Query]:
+    """The ways a frame passes the ``app`` filter (none, or any of them): its app name
+    contains ``app``, or its title has ``app``'s words, each at the start of a title word.
+    The exact substring is then checked on the stored strings.
 
     The app names that contain ``app`` are picked from ``names`` (the state view's) here, and
     asked for as exact terms: a contains-regex over the app field made Tantivy collect every
-    matching frame into a bit set first, most of the time of an app-filtered search. Titles
-    are many, and a contains-regex over every title term cost ~8 ms a month (135 ms a query
-    over 17 months at 1M frames). So in titles the text must start at a word: "graf" finds
-    "Grafana — Home", "afana" does not.
+    matching frame into a bit set first. Titles are many, and a contains-regex over every
+    title term cost ~8 ms a month (135 ms a query over 17 months at 1M frames). So in titles
+    the text must start at a word: "graf" finds "Grafana — Home", "afana" does not.
     """
     import tantivy
 
     should, must = tantivy.Occur.Should, tantivy.Occur.Must
     needle = folded(app)
-    either = [
-        (should, tantivy.Query.term_query(schema, "app_lc", name))
-        for name in sorted({folded(n) for n in names})
-        if needle in name
-    ]
+    matching = sorted(name for name in {folded(n) for n in names} if needle in name)
+    either = []
+    if matching:
+        terms = [(should, tantivy.Query.term_query(schema, "app_lc", name)) for name in matching]
+        either.append(tantivy.Query.boolean_query(terms))
     words = tokens.words(app)
     if words:
         title = [
             (must, tantivy.Query.regex_query(schema, "title", _regex_literal(w) + ".*"))
             for w in words
         ]
-        either.append((should, tantivy.Query.boolean_query(title)))
-    return tantivy.Query.boolean_query(either)
+        either.append(tantivy.Query.boolean_query(title))
+    return either
 
 
 def _regex_literal(text: str) -> str:
