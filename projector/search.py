@@ -39,6 +39,7 @@ MANIFEST = "manifest.json"
 WRITER_HEAP = 128_000_000
 WRITER_THREADS = 2
 OPEN_WRITERS = 2
+MONTH_DONE_AFTER = 1000
 
 
 def open_index(path: Path, schema: tantivy.Schema | None = None) -> tantivy.Index:
@@ -147,18 +148,22 @@ class SearchWriter:
                 self._close_writer(partition)
         new: dict[str, str] = {}
         writers: dict[str, tantivy.IndexWriter] = {}
+        last_frame: dict[str, int] = {}  # per open month, the count when it last had a frame
         # A month's commit runs on its own thread (Tantivy lets go of the GIL) while the
-        # next month's frames are read and added: the commits were 12% of a rebuild.
+        # next month's frames are read and added: the commits were a quarter of a rebuild
+        # when every month waited for the end. A month is done once ``MONTH_DONE_AFTER``
+        # frames of others followed its last one (the log is in capture order, give or take
+        # a clock step); one that comes back later is reopened, as one more segment.
         finishing: dict[str, Future[None]] = {}
         with ThreadPoolExecutor(OPEN_WRITERS, thread_name_prefix="commit") as pool:
-            for frame in frames:
+            for count, frame in enumerate(frames):
                 month = partition_of(frame.captured_us)
                 if months is not None and month not in months:
                     continue
-                writer = writers.pop(month, None)
+                writer = writers.get(month)
                 if writer is None:
-                    if len(writers) >= OPEN_WRITERS:  # months interleave little: keep a few
-                        old = next(iter(writers))
+                    if len(writers) >= OPEN_WRITERS:  # each holds WRITER_HEAP: keep a few
+                        old = min(writers, key=last_frame.__getitem__)
                         finishing[old] = pool.submit(_finish, writers.pop(old))
                     if month in finishing:  # back again: its writer must be done first
                         finishing.pop(month).result()
@@ -167,7 +172,11 @@ class SearchWriter:
                     writer = open_index(self.root / new[month], self.schema).writer(
                         WRITER_HEAP, WRITER_THREADS
                     )
-                writers[month] = writer
+                    writers[month] = writer
+                last_frame[month] = count
+                if len(writers) > 1:
+                    for old in [m for m in writers if count - last_frame[m] > MONTH_DONE_AFTER]:
+                        finishing[old] = pool.submit(_finish, writers.pop(old))
                 writer.add_document(frame_document(frame, self.schema))
             for month, writer in writers.items():
                 finishing[month] = pool.submit(_finish, writer)
