@@ -64,6 +64,12 @@ class Daemon:
             self.process.send_signal(sig)
             self.process.wait(timeout=30)
 
+    def close(self) -> None:
+        """Stop, and show the end of the daemon's log with the test's output."""
+        self.stop()
+        if self.log.exists():
+            sys.stderr.write(self.log.read_text()[-4000:])
+
     def frames(self) -> list[Hit]:
         with MemoryStore(self.home) as store:
             return store.timeline(limit=500)
@@ -98,10 +104,8 @@ def daemon(desktop: Desktop, backscroll_home: Path) -> Iterator[Daemon]:
     running = Daemon(desktop, backscroll_home)
     running.cli(*FAST)
     yield running
-    running.stop()
+    running.close()
     desktop.close()
-    if running.log.exists():
-        sys.stderr.write(running.log.read_text()[-4000:])
 
 
 def test_switching_windows_records_ocr_and_accessibility_text(
@@ -251,10 +255,8 @@ def test_a_full_disk_pauses_capture_with_the_reason_and_it_resumes(
         daemon.stop()
         assert daemon.cli("verify").strip().endswith("healthy")
     finally:
-        daemon.stop()
+        daemon.close()
         desktop.close()
-        if daemon.log.exists():
-            sys.stderr.write(daemon.log.read_text()[-4000:])
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
@@ -406,9 +408,7 @@ def test_a_display_that_goes_away_pauses_capture_and_it_resumes_when_it_comes_ba
             assert "capture paused: display unavailable" in logged
             assert "Traceback" not in logged
         finally:
-            daemon.stop()
-            if daemon.log.exists():
-                sys.stderr.write(daemon.log.read_text()[-4000:])
+            daemon.close()
 
 
 def test_windows_destroyed_under_the_probe_cost_nothing_and_capture_goes_on(

@@ -302,6 +302,18 @@ class TestLogContract:
         assert time.monotonic() - started < 5  # woken, not timed out
         assert reader.poll()[0].offset == 0
 
+    def test_an_append_just_before_the_first_wait_is_found_without_waiting_it_out(
+        self, log: Any
+    ) -> None:
+        # As in follow mode: the caller caught up, then a frame landed before it waited.
+        reader = log.reader(start=log.next_offset())
+        assert reader.poll() == []
+        log.append(config(1))
+        started = time.monotonic()
+        reader.wait(timeout=10)
+        assert time.monotonic() - started < 2  # not the timeout
+        assert [r.offset for r in reader.poll()] == [log.next_offset() - 1]
+
     def test_a_waiting_reader_returns_after_its_timeout(self, log: Any) -> None:
         started = time.monotonic()
         log.reader().wait(timeout=0.2)
