@@ -108,7 +108,7 @@ class _ActiveIndex:
             f.seek(self.end)
             data = f.read()
         after = self.offsets[-1] if self.offsets else self.base - 1
-        scan = scan_records(data, 0, self.path.name, after)
+        scan = scan_records(data, 0, self.path.name, after, payloads=False)
         for pos, record in scan.records:
             self.offsets.append(record.offset)
             self.positions.append(self.end + pos)

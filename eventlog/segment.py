@@ -121,18 +121,20 @@ def pack_record(type_code: int, offset: int, payload: bytes) -> bytes:
     return record_header(type_code, offset, payload) + payload
 
 
-def _record_at(buf: bytes, pos: int, end: int, after: int) -> tuple[Record, int] | None:
-    """The valid record starting at ``pos`` with an offset above ``after``, and its end."""
+def _record_at(
+    buf: bytes, pos: int, end: int, after: int, payload: bool = True
+) -> tuple[Record, int] | None:
+    """The valid record starting at ``pos`` with an offset above ``after``, and its end;
+    without ``payload``, the record's payload is left empty (checked, not copied)."""
     if pos + RECORD.size > end:
         return None
     length, crc, type_code, offset = RECORD.unpack_from(buf, pos)
     stop = pos + RECORD.size + length
     if stop > end or offset <= after:
         return None
-    view = memoryview(buf)
-    if crc32c.crc32c(view[pos + 8 : stop]) != crc:
+    if crc32c.crc32c(memoryview(buf)[pos + 8 : stop]) != crc:
         return None
-    return Record(offset, type_code, bytes(view[pos + RECORD.size : stop])), stop
+    return Record(offset, type_code, bytes(buf[pos + RECORD.size : stop]) if payload else b""), stop
 
 
 class Scan(NamedTuple):
@@ -144,17 +146,20 @@ class Scan(NamedTuple):
     problems: list[Problem]
 
 
-def scan_records(buf: bytes, pos: int, name: str, after: int = -1) -> Scan:
+def scan_records(
+    buf: bytes, pos: int, name: str, after: int = -1, *, payloads: bool = True
+) -> Scan:
     """Parse records from ``pos``; step over a damaged record when a valid one follows it.
 
     What cannot be followed by a valid record is a torn tail: reported by ``torn`` and
-    ``end``, never repaired here (only the lock holder repairs).
+    ``end``, never repaired here (only the lock holder repairs). Without ``payloads`` the
+    records are only located and checked (their payloads empty).
     """
     records: list[tuple[int, Record]] = []
     problems: list[Problem] = []
     end = len(buf)
     while pos < end:
-        found = _record_at(buf, pos, end, after)
+        found = _record_at(buf, pos, end, after, payloads)
         if found is not None:
             record, stop = found
             records.append((pos, record))
