@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from backscroll.manage import import_frames
 from backscroll.store import MemoryStore
+from query.search import Hit
 
 NOW = datetime.now(UTC)
 
@@ -17,7 +18,7 @@ def frame(days_ago: float, app: str, title: str, text: str) -> str:
     return json.dumps({"ts": ts, "app": app, "title": title, "text": text})
 
 
-def apps(hits: list) -> list[str]:  # type: ignore[type-arg]
+def apps(hits: list[Hit]) -> list[str]:
     return sorted(h.app for h in hits)
 
 
