@@ -1,15 +1,15 @@
 """The search view's Tantivy schema and how a frame becomes a document.
 
 Fields:
-    id          u64, stored, indexed, fast    the frame id (its log offset)
-    id_s        raw text                      the same id, for exact term deletes
+    id          u64, stored, indexed, fast    the frame id (its log offset): lookups and
+                                              deletes by a term query on it
     ts          date, stored, indexed, fast   capture time: range filters and time order
-    app, title  text (words), stored          searchable words of the app name and title
-    app_lc      raw text                      the app name, normalised and lowercased, as one
-                                              term: the ``app`` filter asks for the names that
-                                              contain it as exact terms, and for word prefixes
-                                              over titles (query/search.py; 3-grams of app and
-                                              title answered it too, but cost 35% of indexing)
+    app, title  text (words, positions),      searchable words of the app name and title;
+                stored                        the ``app`` filter asks for the app names that
+                                              contain it as phrases of their words, and for
+                                              word prefixes over titles (query/search.py;
+                                              3-grams of app and title answered it too, but
+                                              cost 35% of indexing)
     text        text (words, positions),      plaintext frames only, NFKC-normalised; stored
                 stored                        for snippets and ``show``
     body        bytes, stored, not indexed    the text as captured, only where NFKC changed it
@@ -22,7 +22,7 @@ Fields:
 
 Few fields on purpose: ``Document.from_dict`` costs ~0.8 µs a field whatever its size, and
 building documents is on the rebuild's critical path (four stored-only fields in one ``meta``
-took 3 µs a frame off it).
+took 3 µs a frame off it, and dropping a raw copy of the id and of the app name 2 µs more).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from eventlog.events import FrameCaptured
 if TYPE_CHECKING:
     import tantivy
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def build_schema() -> tantivy.Schema:
@@ -47,11 +47,9 @@ def build_schema() -> tantivy.Schema:
 
     sb = tantivy.SchemaBuilder()
     sb.add_unsigned_field("id", stored=True, indexed=True, fast=True)
-    sb.add_text_field("id_s", tokenizer_name="raw")
     sb.add_date_field("ts", stored=True, indexed=True, fast=True)
     sb.add_text_field("app", stored=True, tokenizer_name=tokens.ANALYZER_NAME)
     sb.add_text_field("title", stored=True, tokenizer_name=tokens.ANALYZER_NAME)
-    sb.add_text_field("app_lc", tokenizer_name="raw", index_option="basic")
     sb.add_text_field(
         "text", stored=True, tokenizer_name=tokens.ANALYZER_NAME, index_option="position"
     )
@@ -68,6 +66,13 @@ def register_analyzers(index: tantivy.Index) -> None:
     index.register_tokenizer(tokens.ANALYZER_NAME, tokens.analyzer())
 
 
+def frame_query(schema: tantivy.Schema, frame_id: int) -> tantivy.Query:
+    """The one document of frame ``frame_id``."""
+    import tantivy
+
+    return tantivy.Query.term_query(schema, "id", frame_id)
+
+
 def folded(text: str) -> str:
     """The form the ``app`` filter compares: NFKC, lowercased."""
     return tokens.normalize(text).lower()
@@ -78,11 +83,6 @@ def _label(text: str) -> str:
     """An app name or title, normalised: they repeat frame after frame, and titles are often
     not ASCII (an em dash), which sends each through NFKC (~1 µs)."""
     return tokens.normalize(text)
-
-
-@lru_cache(maxsize=1024)
-def _folded_app(app: str) -> str:
-    return folded(app)
 
 
 _meta = msgspec.msgpack.Encoder()
@@ -102,11 +102,9 @@ def frame_document(frame: FrameCaptured, schema: tantivy.Schema) -> tantivy.Docu
 
     fields: dict[str, Any] = {
         "id": frame.frame_id,
-        "id_s": str(frame.frame_id),
         "ts": datetime.fromtimestamp(frame.captured_us / 1_000_000, UTC),
         "app": _label(frame.app),
         "title": _label(frame.title),
-        "app_lc": _folded_app(frame.app),
         "enc": int(frame.encrypted),
         "meta": _meta.encode((frame.text_source, frame.reason, frame.thumb, frame.thumb_encrypted)),
     }

@@ -28,6 +28,7 @@ from projector.schema import (
     SCHEMA_VERSION,
     build_schema,
     frame_document,
+    frame_query,
     partition_of,
     register_analyzers,
 )
@@ -117,7 +118,7 @@ class SearchWriter:
     def add(self, frame: FrameCaptured) -> None:
         writer = self._writer(partition_of(frame.captured_us))
         if frame.frame_id <= self.manifest.applying_upto:
-            writer.delete_documents_by_term("id_s", str(frame.frame_id))
+            writer.delete_documents_by_query(frame_query(self.schema, frame.frame_id))
         writer.add_document(frame_document(frame, self.schema))
         self._dirty_upto = frame.frame_id
 
