@@ -227,15 +227,19 @@ def load() -> str:
     return f"{one:.2f} {five:.2f} {fifteen:.2f}"
 
 
-def machine() -> list[str]:
-    import tantivy
-
-    cpu = "unknown"
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo, for the machine line of every result."""
     with open("/proc/cpuinfo") as f:
         for line in f:
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def machine() -> list[str]:
+    import tantivy
+
+    cpu = cpu_model()
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     version = f"{metadata.version('tantivy')} ({getattr(tantivy, '__version__', '?')})"
     return [

@@ -54,6 +54,7 @@ from typing import Any
 # Before anything can load OpenMP (tesserocr links it in-process): see capture/ocr.py.
 os.environ.setdefault("OMP_THREAD_LIMIT", "1")
 
+from bench._corpus import cpu_model
 from capture import ocr, screen
 from capture.ax import AxReader
 from capture.probe import Geometry, X11Probe
@@ -107,12 +108,7 @@ def crop(desk: Desktop, geometry: Geometry) -> Any:
 
 
 def machine() -> list[str]:
-    model = "unknown"
-    with open("/proc/cpuinfo") as info:
-        for line in info:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
+    model = cpu_model()
     tesseract = subprocess.run(
         ["tesseract", "--version"], capture_output=True, text=True, check=False
     ).stdout.splitlines()[:1]

@@ -40,6 +40,7 @@ from typing import Any
 import msgspec
 import zstandard
 
+from bench._corpus import cpu_model
 from eventlog import codec
 from eventlog.events import FRAME_TYPE, Event, FrameCaptured
 from eventlog.format import BLOCK, BLOCK_BYTES, ZSTD_LEVEL
@@ -64,12 +65,7 @@ def say(line: str = "") -> None:
 
 
 def machine(folder: Path) -> str:
-    cpu = "unknown"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+    cpu = cpu_model()
     df = subprocess.run(["df", "-T", str(folder)], capture_output=True, text=True).stdout
     source, fstype = df.splitlines()[-1].split()[:2]
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())

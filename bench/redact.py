@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from bench._corpus import cpu_model
 from capture.redact import KINDS, redact
 
 REPO = Path(__file__).resolve().parents[1]
@@ -162,11 +163,7 @@ def throughput_table(frames: int = 2000, rounds: int = 5) -> str:
 
 
 def machine() -> str:
-    cpu = "unknown"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
+    cpu = cpu_model()
     nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
     return f"machine: nproc {nproc}, CPU {cpu}, Python {platform.python_version()}"
 
