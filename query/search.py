@@ -20,7 +20,7 @@ import msgspec
 from backscroll import tokens
 from backscroll.errors import DecryptionError, NotFoundError
 from projector.schema import folded, frame_meta, frame_query, partition_of
-from projector.state import Deletion, matches
+from projector.state import Deletion, State, matches
 from query.parse import Term, parse_query
 from query.views import ViewReader
 
@@ -78,16 +78,18 @@ class Searcher:
         by score, and documents are fetched for the global top alone (fetching every
         partition's top 15 was most of the time at 17 partitions)."""
         terms = parse_query(query)
-        pending = self.views.state().pending_deletions()
+        state = self.views.state()
+        pending = state.pending_deletions()
         indexes = self._indexes(window)
         if not indexes:
             return []
         import tantivy
 
-        index = indexes[0]  # one schema serves every partition
+        schema = indexes[0].schema  # one schema serves every partition
+        ways = self._app_ways(schema, app, state, window)
         searchers = [index.searcher() for index in indexes]
         if self.blind is None or all(len(t.words) == 1 for t in terms):
-            tq = self._query(index, terms, window, app, self.blind)
+            tq = self._query(schema, terms, window, ways, self.blind)
             found = self._top(searchers, tq, limit, app, pending, terms, {})
         else:
             # A phrase: tantivy checks word order in plaintext text and titles itself, but
@@ -95,11 +97,11 @@ class Searcher:
             # check. Kept apart, so common words in encrypted frames cannot crowd out real
             # phrase matches, and so neither query carries the other's clauses (a phrase of
             # common words over every partition's text cost 46 ms; the blind words, 8 ms).
-            schema, must = index.schema, tantivy.Occur.Must
+            must = tantivy.Occur.Must
             encrypted = tantivy.Query.term_query(schema, "enc", 1)
-            plain = self._query(index, terms, window, app, None)
+            plain = self._query(schema, terms, window, ways, None)
             plain = tantivy.Query.boolean_query([(must, plain), (tantivy.Occur.MustNot, encrypted)])
-            sealed = self._query(index, terms, window, app, self.blind, phrases=False)
+            sealed = self._query(schema, terms, window, ways, self.blind, phrases=False)
             sealed = tantivy.Query.boolean_query([(must, sealed), (must, encrypted)])
             found = self._top(searchers, plain, limit, app, pending, terms, None)
             found += self._top(searchers, sealed, limit, app, pending, terms, {})
@@ -154,12 +156,17 @@ class Searcher:
         indexes = self._indexes(window)
         if newest_first:
             indexes.reverse()
+        if not indexes:
+            return []
         order = tantivy.Order.Desc if newest_first else tantivy.Order.Asc
-        pending = self.views.state().pending_deletions()
+        state = self.views.state()
+        pending = state.pending_deletions()
+        schema = indexes[0].schema
+        ways = self._app_ways(schema, app, state, window)
+        tq = self._filters(schema, window, ways) or tantivy.Query.all_query()
         out: list[Hit] = []
         for index in indexes:
             searcher = index.searcher()
-            tq = self._filters(index, window, app) or tantivy.Query.all_query()
             result = searcher.search(
                 tq, limit * 2 + 8, count=False, order_by_field="ts", order=order
             )
@@ -202,34 +209,33 @@ class Searcher:
 
     def _query(
         self,
-        index: tantivy.Index,
+        schema: tantivy.Schema,
         terms: list[Term],
         window: Window,
-        app: str | None,
+        ways: list[tantivy.Query] | None,
         blind: Callable[[str], bytes] | None,
         *,
         phrases: bool = True,
     ) -> tantivy.Query:
+        """``terms`` in the window, passing the app filter by one of ``ways`` (when given)."""
         import tantivy
 
         must, should = tantivy.Occur.Must, tantivy.Occur.Should
-        parts = [(must, _term_query(index.schema, term, blind, phrases)) for term in terms]
-        if app:
+        parts = [(must, _term_query(schema, term, blind, phrases)) for term in terms]
+        if ways is not None:
             # (words AND app name) OR (words AND title words): each intersection seeks
             # through its own postings, where the words AND (name OR title) had Tantivy
             # walk the union of every frame of the app and its titles (13 → 6 ms at 1M).
-            either = _app_query(index.schema, app, self._app_names(window))
-            parts = [(should, tantivy.Query.boolean_query([*parts, (must, q)])) for q in either]
+            parts = [(should, tantivy.Query.boolean_query([*parts, (must, q)])) for q in ways]
         query = tantivy.Query.boolean_query(parts)
-        filters = self._filters(index, window, None)
+        filters = self._filters(schema, window, None)
         return tantivy.Query.boolean_query([(must, query), (must, filters)]) if filters else query
 
     def _filters(
-        self, index: tantivy.Index, window: Window, app: str | None
+        self, schema: tantivy.Schema, window: Window, ways: list[tantivy.Query] | None
     ) -> tantivy.Query | None:
         import tantivy
 
-        schema = index.schema
         parts = []
         if window.start or window.end:
             rq = tantivy.Query.range_query(
@@ -242,22 +248,26 @@ class Searcher:
                 include_upper=window.end is None,
             )
             parts.append((tantivy.Occur.Must, rq))
-        if app:
-            either = _app_query(schema, app, self._app_names(window))
-            any_of = tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in either])
+        if ways is not None:
+            any_of = tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in ways])
             parts.append((tantivy.Occur.Must, any_of))
         return tantivy.Query.boolean_query(parts) if parts else None
 
-    def _app_names(self, window: Window) -> set[str]:
-        """The app names captured in the window's months, as the state view counts them."""
-        partitions = self.views.state().partitions
+    def _app_ways(
+        self, schema: tantivy.Schema, app: str | None, state: State, window: Window
+    ) -> list[tantivy.Query] | None:
+        """The app filter's ways (None without one), built once a query: the app names are
+        those the state view counts in the window's months."""
+        if not app:
+            return None
         lo, hi = self._months(window)
-        return {
+        names = {
             name
-            for month, stats in partitions.items()
+            for month, stats in state.partitions.items()
             if (lo is None or month >= lo) and (hi is None or month <= hi)
             for name in stats.apps
         }
+        return _app_query(schema, app, names)
 
     # -- results ---------------------------------------------------------------------------
 
