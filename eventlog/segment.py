@@ -224,7 +224,7 @@ def _sealed_records(
 
 def _block_records(
     raw: bytes, name: str, first: int, start: int, problems: list[Problem] | None
-) -> Iterator[Record]:
+) -> list[Record]:
     """The records of a block whose checksum passed, offsets >= ``start``. The block's CRC
     already covers every byte, so its records are only framed, not checked one by one (a
     third of reading a sealed segment), unless the framing does not add up."""
@@ -243,7 +243,7 @@ def _block_records(
         if problems is not None:
             problems.extend(scan.problems)
         records = [record for _, record in scan.records if record.offset >= start]
-    return iter(records)
+    return records
 
 
 def encode_sealed(header: Header, records: Iterable[Record]) -> bytes:
