@@ -90,7 +90,7 @@ def export(
 ) -> ExportResult:
     """Write a decrypted copy of the chosen frames; returns where, and how many.
 
-    With ``query`` the frames are the search matches (best first); otherwise the timeline of
+    With ``query`` the frames are the search matches (best first; never near misses); otherwise the timeline of
     the window in time order (every frame when no window or ``limit`` is given).
     """
     fmt = check_format(format)
@@ -147,7 +147,8 @@ def select(
     # Without a limit the store's frame count bounds everything there is to find.
     bound = limit or max(1, store.state().totals().frames)
     if query:
-        return store.search(query, start=start, end=end, app=app, limit=bound)
+        hits = store.search(query, start=start, end=end, app=app, limit=bound)
+        return [hit for hit in hits if not hit.near_miss]
     return store.timeline(start=start, end=end, app=app, limit=bound)
 
 

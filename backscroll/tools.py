@@ -111,7 +111,8 @@ class MemoryTool(_Tool):
         start, end = resolve_window(p.since, p.until)
         with self._store() as store:
             hits = store.search(p.query, start=start, end=end, app=p.app, limit=limit)
-            why = None if hits else store.why_empty(start, end, p.app)
+            exact = bool(hits) and not hits[0].near_miss
+            why = None if exact else store.why_empty(start, end, p.app)
         meta = _scope(start, end, p.app) | {
             "action": "search",
             "query": p.query,
@@ -367,6 +368,8 @@ def hit_dict(hit: Any) -> dict[str, Any]:
     if hit.snippet:
         data["snippet"] = hit.snippet
         data["score"] = round(hit.score, 4)
+    if hit.near_miss:
+        data["near_miss"] = True
     return data
 
 

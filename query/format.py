@@ -30,12 +30,15 @@ def search_text(
     app: str | None,
     why_empty: str | None = None,
 ) -> str:
-    lines = [_heading(f"search '{query}'", start, end, app), f"{len(hits)} match(es), best first:"]
+    count = f"{len(hits)} match(es), best first:"
+    if hits and hits[0].near_miss:
+        count = f"0 match(es) with every term; {len(hits)} near miss(es) with some, best first:"
+    lines = [_heading(f"search '{query}'", start, end, app), count]
     for hit in hits:
         lines.append(f"  #{hit.id:<6} {_stamp(hit.when)}  [{hit.app}] — {hit.title}")
         if hit.snippet:
             lines.append(f"          {hit.snippet}")
-    if not hits and why_empty:
+    if why_empty:
         lines.append(f"  {why_empty}")
     return "\n".join(lines)
 

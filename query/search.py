@@ -5,6 +5,9 @@ title and app words, and over blind tokens for encrypted frames: a blind token o
 per frame by construction, so an encrypted frame ranks by the rarity of its words, not their
 frequency). The partitions' top hits merge into one list by score. Each score uses its own
 partition's statistics, which is close enough for months of similar text.
+
+Every term must match; when no frame has them all, the query is retried with any of them
+(as the spec says), and what that finds comes back marked as near misses.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ class Hit(msgspec.Struct, kw_only=True):
     text: str | None = None
     problem: str | None = None
     """Why the text (or thumbnail) could not be read, when it could not."""
+    near_miss: bool = False
+    """Found by the retry with any of the query's terms: no frame had them all."""
 
 
 class Window(msgspec.Struct, frozen=True):
@@ -74,10 +79,22 @@ class Searcher:
     def search(
         self, query: str, window: Window = Window(), app: str | None = None, limit: int = 15
     ) -> list[Hit]:
-        """Best first. Each month's index gives its top scores and addresses only; they merge
-        by score, and documents are fetched for the global top alone (fetching every
-        partition's top 15 was most of the time at 17 partitions)."""
+        """Best first; near misses (``Hit.near_miss``) when no frame has every term."""
         terms = parse_query(query)
+        found = self._search(terms, window, app, limit, every=True)
+        if not found and len(terms) > 1:
+            found = self._search(terms, window, app, limit, every=False)
+            for hit in found:
+                hit.near_miss = True
+        return [self._with_snippet(h, terms) for h in found]
+
+    def _search(
+        self, terms: list[Term], window: Window, app: str | None, limit: int, *, every: bool
+    ) -> list[Hit]:
+        """The top ``limit`` frames with ``every`` term, or with any of them. Each month's
+        index gives its top scores and addresses only; they merge by score, and documents are
+        fetched for the global top alone (fetching every partition's top 15 was most of the
+        time at 17 partitions)."""
         state = self.views.state()
         pending = state.pending_deletions()
         indexes = self._indexes(window)
@@ -88,9 +105,10 @@ class Searcher:
         schema = indexes[0].schema  # one schema serves every partition
         ways = self._app_ways(schema, app, state, window)
         searchers = [index.searcher() for index in indexes]
+        check = _Check(terms, every) if any(len(t.words) > 1 for t in terms) else None
         if self.blind is None or all(len(t.words) == 1 for t in terms):
-            tq = self._query(schema, terms, window, ways, self.blind)
-            found = self._top(searchers, tq, limit, app, pending, terms, {})
+            tq = self._query(schema, terms, window, ways, self.blind, every=every)
+            found = self._top(searchers, tq, limit, app, pending, check)
         else:
             # A phrase: tantivy checks word order in plaintext text and titles itself, but
             # encrypted text matches on its words in any order and needs decrypting to
@@ -99,16 +117,18 @@ class Searcher:
             # common words over every partition's text cost 46 ms; the blind words, 8 ms).
             must = tantivy.Occur.Must
             encrypted = tantivy.Query.term_query(schema, "enc", 1)
-            plain = self._query(schema, terms, window, ways, None)
+            plain = self._query(schema, terms, window, ways, None, every=every)
             plain = tantivy.Query.boolean_query([(must, plain), (tantivy.Occur.MustNot, encrypted)])
-            sealed = self._query(schema, terms, window, ways, self.blind, phrases=False)
+            sealed = self._query(
+                schema, terms, window, ways, self.blind, every=every, phrases=False
+            )
             sealed = tantivy.Query.boolean_query([(must, sealed), (must, encrypted)])
-            found = self._top(searchers, plain, limit, app, pending, terms, None)
-            found += self._top(searchers, sealed, limit, app, pending, terms, {})
+            found = self._top(searchers, plain, limit, app, pending, None)
+            found += self._top(searchers, sealed, limit, app, pending, check)
         # Ties broken by frame id (newest first), not by where a segment put them, so the
         # same store answers the same way however its index was built.
         found.sort(key=lambda h: (-h.score, -h.id))
-        return [self._with_snippet(h, terms) for h in found[:limit]]
+        return found[:limit]
 
     def _top(
         self,
@@ -117,12 +137,11 @@ class Searcher:
         limit: int,
         app: str | None,
         pending: list[Deletion],
-        terms: list[Term],
-        confirmed: dict[int, bool] | None,
+        check: _Check | None,
     ) -> list[Hit]:
-        """The best ``limit`` visible hits of ``query`` across the months. ``confirmed``
-        (phrase checks by decryption) is None where no check is needed; the checks are
-        bounded, so past the budget the search stops widening."""
+        """The best ``limit`` visible hits of ``query`` across the months. ``check`` (phrase
+        checks by decryption) is None where none is needed; the checks are bounded, so past
+        the budget the search stops widening."""
         want = limit + 8  # room for hits the checks below turn away
         while True:
             candidates: list[tuple[float, int, Any]] = []
@@ -138,9 +157,9 @@ class Searcher:
                 hit = self._hit(searchers[i].doc(address), score)
                 if not self._visible(hit, app, pending):
                     continue
-                if confirmed is None or self._confirm(hit, terms, confirmed):
+                if check is None or self._confirm(hit, check):
                     found.append(hit)
-            spent = confirmed is not None and len(confirmed) >= PHRASE_CHECKS
+            spent = check is not None and len(check.done) >= PHRASE_CHECKS
             if len(found) >= limit or exhausted or spent:
                 return found
             want *= 4
@@ -215,13 +234,18 @@ class Searcher:
         ways: list[tantivy.Query] | None,
         blind: Callable[[str], bytes] | None,
         *,
+        every: bool,
         phrases: bool = True,
     ) -> tantivy.Query:
-        """``terms`` in the window, passing the app filter by one of ``ways`` (when given)."""
+        """``every`` one of ``terms`` (or any of them) in the window, passing the app filter
+        by one of ``ways`` (when given)."""
         import tantivy
 
         must, should = tantivy.Occur.Must, tantivy.Occur.Should
-        parts = [(must, _term_query(schema, term, blind, phrases)) for term in terms]
+        occur = must if every else should
+        parts = [(occur, _term_query(schema, term, blind, phrases)) for term in terms]
+        if not every and ways is not None:
+            parts = [(must, tantivy.Query.boolean_query(parts))]
         if ways is not None:
             # (words AND app name) OR (words AND title words): each intersection seeks
             # through its own postings, where the words AND (name OR title) had Tantivy
@@ -301,7 +325,7 @@ class Searcher:
             return not any(matches(d.scope, probe) for d in pending)  # type: ignore[arg-type]
         return True
 
-    def _confirm(self, hit: Hit, terms: list[Term], confirmed: dict[int, bool]) -> bool:
+    def _confirm(self, hit: Hit, check: _Check) -> bool:
         """Blind tokens cannot check word order: re-check phrases after decryption.
 
         At most ``PHRASE_CHECKS`` frames are decrypted a search: a phrase of common words
@@ -309,15 +333,15 @@ class Searcher:
         crowded out the plaintext frames that really hold the phrase. Past the budget, an
         encrypted frame that has the phrase's words but was not checked is left out.
         """
-        if not hit.encrypted or all(len(t.words) == 1 for t in terms):
+        if not hit.encrypted:
             return True
-        if hit.id not in confirmed:
-            if len(confirmed) >= PHRASE_CHECKS:
+        if hit.id not in check.done:
+            if len(check.done) >= PHRASE_CHECKS:
                 return False
             text = self._decrypted(hit)
             words = tokens.words(text) if text is not None else []
-            confirmed[hit.id] = all(len(t.words) == 1 or _contains(words, t.words) for t in terms)
-        return confirmed[hit.id]
+            check.done[hit.id] = check.holds(words, tokens.words(f"{hit.app} {hit.title}"))
+        return check.done[hit.id]
 
     def _decrypted(self, hit: Hit) -> str | None:
         """The frame's text; for an encrypted frame that does not open (no key, a wrong key,
@@ -341,6 +365,26 @@ class Searcher:
         hit.snippet = snippet(text or "", terms)
         hit.text = None
         return hit
+
+
+class _Check:
+    """Whether a decrypted frame has its phrases in order: ``every`` term (the query made
+    sure of its single words), or any term (a single word in its text, app or title will
+    do). ``done`` keeps the answers by frame id."""
+
+    def __init__(self, terms: list[Term], every: bool) -> None:
+        self.terms = terms
+        self.every = every
+        self.done: dict[int, bool] = {}
+
+    def holds(self, words: list[str], labels: list[str]) -> bool:
+        if self.every:
+            return all(len(t.words) == 1 or _contains(words, t.words) for t in self.terms)
+        present = {*words, *labels}
+        return any(
+            t.words[0] in present if len(t.words) == 1 else _contains(words, t.words)
+            for t in self.terms
+        )
 
 
 class _FrameView:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+from typer.testing import CliRunner
+
+from backscroll.cli.app import app as cli
 from backscroll.manage import import_frames
 from backscroll.store import MemoryStore
 from query.search import Hit
@@ -16,6 +19,12 @@ NOW = datetime.now(UTC)
 def frame(days_ago: float, app: str, title: str, text: str) -> str:
     ts = (NOW - timedelta(days=days_ago)).isoformat()
     return json.dumps({"ts": ts, "app": app, "title": title, "text": text})
+
+
+def run_cli(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
 
 
 def apps(hits: list[Hit]) -> list[str]:
@@ -92,3 +101,37 @@ def test_hits_from_every_month_merge_into_one_list_best_first() -> None:
         assert [h.title for h in hits] == ["d5", "d69", "d37", "d101"]
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
         assert [h.title for h in store.search("tarn", limit=2)] == ["d5", "d69"]
+
+
+def test_when_no_frame_has_every_term_the_search_retries_with_any_as_near_misses() -> None:
+    with MemoryStore() as store:
+        import_frames(
+            store,
+            [
+                frame(2, "Editor", "a", "invoice 4471 from acme"),
+                frame(2, "Editor", "b", "the connection was refused"),
+                frame(2, "Mail", "c", "nothing to see"),
+            ],
+        )
+        store.set_config(encrypt_text=True)
+        import_frames(store, [frame(1, "Terminal", "d", "acme rejected the invoice")])
+        exact = store.search("invoice acme")
+        assert sorted(h.title for h in exact) == ["a", "d"]
+        assert not any(h.near_miss for h in exact)
+        near = store.search('invoice "connection was refused" zebra')
+        assert sorted(h.title for h in near) == ["a", "b", "d"]
+        assert all(h.near_miss for h in near)
+        assert [h.title for h in store.search('zebra "rejected the invoice"')] == ["d"]
+        assert store.search('zebra "the invoice rejected"') == []  # order checked on decrypting
+        assert [h.title for h in store.search("invoice zebra", app="mail")] == []
+        assert [h.title for h in store.search("nothing zebra", app="mail")] == ["c"]
+        assert store.search("zebra") == []  # one term: nothing to retry
+
+
+def test_near_misses_are_labelled_in_the_output() -> None:
+    with MemoryStore() as store:
+        import_frames(store, [frame(1, "Editor", "a", "invoice 4471 from acme")])
+    out = run_cli("search", "invoice zebra")
+    assert "0 match(es) with every term; 1 near miss(es) with some, best first:" in out
+    found = json.loads(run_cli("search", "invoice zebra", "--json"))
+    assert [m["near_miss"] for m in found["matches"]] == [True]

@@ -44,7 +44,8 @@ def search(
     start, end = window(since, until)
     with open_store(home) as store:
         hits = store.search(query, start=start, end=end, app=app, limit=limit)
-        why = None if hits else store.why_empty(start, end, app)
+        exact = bool(hits) and not hits[0].near_miss
+        why = None if exact else store.why_empty(start, end, app)
         note_lag(store)
     if json:
         emit_json(
