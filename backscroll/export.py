@@ -90,8 +90,9 @@ def export(
 ) -> ExportResult:
     """Write a decrypted copy of the chosen frames; returns where, and how many.
 
-    With ``query`` the frames are the search matches (best first; never near misses); otherwise the timeline of
-    the window in time order (every frame when no window or ``limit`` is given).
+    With ``query`` the frames are the search matches (best first; never near misses);
+    otherwise the timeline of the window in time order (every frame when no window or
+    ``limit`` is given).
     """
     fmt = check_format(format)
     meta = {
