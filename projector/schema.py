@@ -4,12 +4,14 @@ Fields:
     id          u64, stored, indexed, fast    the frame id (its log offset): lookups and
                                               deletes by a term query on it
     ts          date, stored, indexed, fast   capture time: range filters and time order
-    app, title  text (words, positions),      searchable words of the app name and title;
-                stored                        the ``app`` filter asks for the app names that
-                                              contain it as phrases of their words, and for
-                                              word prefixes over titles (query/search.py;
-                                              3-grams of app and title answered it too, but
-                                              cost 35% of indexing)
+    where       text (words, positions),      the words of the app name and of the window
+                two values, not stored        title (a phrase does not span the two): query
+                                              words match here as in the text, and the
+                                              ``app`` filter is one query on this field, word
+                                              prefixes (query/search.py; 3-grams answered it
+                                              too, but cost 35% of indexing; separate app and
+                                              title fields made it two intersections, each
+                                              walking every frame of a common app)
     text        text (words, positions),      plaintext frames only, NFKC-normalised; stored
                 stored                        for snippets and ``show``
     body        bytes, stored, not indexed    the text as captured, only where NFKC changed it
@@ -18,7 +20,8 @@ Fields:
     btok        raw text, many values         blind tokens (hex) of encrypted frames
     enc         u64, stored, indexed, fast    1 when the text is encrypted
     meta        bytes, stored, not indexed    MessagePack [text source, capture reason,
-                                              thumbnail path or nil, thumbnail encrypted]
+                                              thumbnail path or nil, thumbnail encrypted,
+                                              app name, window title]
 
 Few fields on purpose: ``Document.from_dict`` costs ~0.8 µs a field whatever its size, and
 building documents is on the rebuild's critical path (four stored-only fields in one ``meta``
@@ -39,7 +42,7 @@ from eventlog.events import FrameCaptured
 if TYPE_CHECKING:
     import tantivy
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def build_schema() -> tantivy.Schema:
@@ -48,8 +51,7 @@ def build_schema() -> tantivy.Schema:
     sb = tantivy.SchemaBuilder()
     sb.add_unsigned_field("id", stored=True, indexed=True, fast=True)
     sb.add_date_field("ts", stored=True, indexed=True, fast=True)
-    sb.add_text_field("app", stored=True, tokenizer_name=tokens.ANALYZER_NAME)
-    sb.add_text_field("title", stored=True, tokenizer_name=tokens.ANALYZER_NAME)
+    sb.add_text_field("where", tokenizer_name=tokens.ANALYZER_NAME)
     sb.add_text_field(
         "text", stored=True, tokenizer_name=tokens.ANALYZER_NAME, index_option="position"
     )
@@ -86,12 +88,12 @@ def _label(text: str) -> str:
 
 
 _meta = msgspec.msgpack.Encoder()
-_meta_decoder = msgspec.msgpack.Decoder(tuple[str, str, str | None, bool])
+_meta_decoder = msgspec.msgpack.Decoder(tuple[str, str, str | None, bool, str, str])
 
 
-def frame_meta(meta: bytes) -> tuple[str, str, str | None, bool]:
+def frame_meta(meta: bytes) -> tuple[str, str, str | None, bool, str, str]:
     """A document's ``meta``: text source, capture reason, thumbnail path, thumbnail
-    encrypted."""
+    encrypted, app name, window title."""
     return _meta_decoder.decode(meta)
 
 
@@ -103,10 +105,18 @@ def frame_document(frame: FrameCaptured, schema: tantivy.Schema) -> tantivy.Docu
     fields: dict[str, Any] = {
         "id": frame.frame_id,
         "ts": datetime.fromtimestamp(frame.captured_us / 1_000_000, UTC),
-        "app": _label(frame.app),
-        "title": _label(frame.title),
+        "where": [_label(frame.app), _label(frame.title)],
         "enc": int(frame.encrypted),
-        "meta": _meta.encode((frame.text_source, frame.reason, frame.thumb, frame.thumb_encrypted)),
+        "meta": _meta.encode(
+            (
+                frame.text_source,
+                frame.reason,
+                frame.thumb,
+                frame.thumb_encrypted,
+                frame.app,
+                frame.title,
+            )
+        ),
     }
     if frame.encrypted:
         fields["cipher"] = frame.ciphertext

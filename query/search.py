@@ -247,9 +247,9 @@ class Searcher:
         if not every and ways is not None:
             parts = [(must, tantivy.Query.boolean_query(parts))]
         if ways is not None:
-            # (words AND app name) OR (words AND title words): each intersection seeks
-            # through its own postings, where the words AND (name OR title) had Tantivy
-            # walk the union of every frame of the app and its titles (13 → 6 ms at 1M).
+            # (words AND one way) OR (words AND the other), when there are two: each
+            # intersection seeks through its own postings, where words AND (one OR other)
+            # had Tantivy walk the union of both (13 → 6 ms at 1M).
             parts = [(should, tantivy.Query.boolean_query([*parts, (must, q)])) for q in ways]
         query = tantivy.Query.boolean_query(parts)
         filters = self._filters(schema, window, None)
@@ -298,12 +298,12 @@ class Searcher:
     def _hit(self, doc: tantivy.Document, score: float) -> Hit:
         d = doc.to_dict()
         when = d["ts"][0]
-        source, reason, thumb, thumb_encrypted = frame_meta(bytes(d["meta"][0]))
+        source, reason, thumb, thumb_encrypted, app, title = frame_meta(bytes(d["meta"][0]))
         return Hit(
             id=d["id"][0],
             when=when if when.tzinfo else when.replace(tzinfo=UTC),
-            app=d["app"][0] if d.get("app") else "",
-            title=d["title"][0] if d.get("title") else "",
+            app=app,
+            title=title,
             text_source=source,
             encrypted=bool(d["enc"][0]),
             reason=reason,
@@ -423,8 +423,9 @@ def _search_each(searchers: list[Any], query: tantivy.Query, want: int) -> list[
 def _term_query(
     schema: tantivy.Schema, term: Term, blind: Callable[[str], bytes] | None, phrases: bool
 ) -> tantivy.Query:
-    """``term`` over text, title and app words, and over blind tokens when ``blind`` is
-    given; without ``phrases``, a phrase is its blind words alone (encrypted frames)."""
+    """``term`` over the text and the app and title words, and over blind tokens when
+    ``blind`` is given; without ``phrases``, a phrase is its blind words alone (encrypted
+    frames)."""
     import tantivy
 
     should = tantivy.Occur.Should
@@ -434,18 +435,17 @@ def _term_query(
         pattern = re.escape(word) + ".*"
         plain = [
             (should, tantivy.Query.regex_query(schema, field, pattern))
-            for field in ("text", "title", "app")
+            for field in ("text", "where")
         ]
     elif len(term.words) == 1:
         word = term.words[0]
         plain = [
-            (should, tantivy.Query.term_query(schema, field, word))
-            for field in ("text", "title", "app")
+            (should, tantivy.Query.term_query(schema, field, word)) for field in ("text", "where")
         ]
     elif phrases:
         plain = [
             (should, tantivy.Query.phrase_query(schema, field, list(term.words)))
-            for field in ("text", "title")
+            for field in ("text", "where")
         ]
     else:
         plain = []
@@ -462,36 +462,46 @@ def _term_query(
 
 
 def _app_query(schema: tantivy.Schema, app: str, names: set[str]) -> list[tantivy.Query]:
-    """The ways a frame passes the ``app`` filter (none, or any of them): its app name
-    contains ``app``, or its title has ``app``'s words, each at the start of a title word.
-    The exact substring is then checked on the stored strings.
+    """The ways a frame passes the ``app`` filter (none, or any of them), over the words of
+    its app name and title: each of ``app``'s words starts one of them; or, for an app name
+    that contains ``app`` other than at word starts ("irefo" in "Firefox"), that name's
+    words in a row. The exact substring is then checked on the stored strings.
 
-    The app names that contain ``app`` are picked from ``names`` (the state view's) here, and
-    asked for as phrases of their words (a phrase may also match a longer name, which the
-    substring check turns away): a contains-regex over a raw copy of the app name made
-    Tantivy collect every matching frame into a bit set first. Titles are many, and a
-    contains-regex over every title term cost ~8 ms a month (135 ms a query over 17 months
-    at 1M frames). So in titles the text must start at a word: "graf" finds "Grafana —
-    Home", "afana" does not.
+    The app names are picked from ``names`` (the state view's), so the second way is rare:
+    usually the filter is one intersection with the query's words. Titles are many, and a
+    contains-regex over every title term cost ~8 ms a month (135 ms a query over 17 months at
+    1M frames), so in titles the text must start at a word: "graf" finds "Grafana — Home",
+    "afana" does not.
     """
     import tantivy
 
     should, must = tantivy.Occur.Should, tantivy.Occur.Must
     needle = folded(app)
-    matching = {name for name in {folded(n) for n in names} if needle in name}
-    phrases = sorted({tuple(tokens.words(name)) for name in matching} - {()})
-    either = []
-    if phrases:
-        named = [(should, _words_query(schema, "app", words)) for words in phrases]
-        either.append(tantivy.Query.boolean_query(named))
     words = tokens.words(app)
+    either = []
     if words:
-        title = [
-            (must, tantivy.Query.regex_query(schema, "title", _regex_literal(w) + ".*"))
+        starts = [
+            (must, tantivy.Query.regex_query(schema, "where", _regex_literal(w) + ".*"))
             for w in words
         ]
-        either.append(tantivy.Query.boolean_query(title))
+        either.append(tantivy.Query.boolean_query(starts))
+    matching = {name for name in {folded(n) for n in names} if needle in name}
+    phrases = sorted(
+        {
+            tuple(name_words)
+            for name_words in map(tokens.words, matching)
+            if name_words and not _starts_each(words, name_words)
+        }
+    )
+    if phrases:
+        named = [(should, _words_query(schema, "where", words)) for words in phrases]
+        either.append(tantivy.Query.boolean_query(named))
     return either
+
+
+def _starts_each(words: list[str], name_words: list[str]) -> bool:
+    """Whether each of ``words`` starts one of ``name_words`` (the first way finds the name)."""
+    return bool(words) and all(any(n.startswith(w) for n in name_words) for w in words)
 
 
 def _words_query(schema: tantivy.Schema, field: str, words: tuple[str, ...]) -> tantivy.Query:

@@ -134,7 +134,7 @@ def test_deleted_frames_leave_nothing_readable_and_never_come_back(
         assert len(kept) == (0 if scope == "everything" else 1)
     for word in ("obliviate", "tarantella", "quokkaroom"):
         assert files_containing(backscroll_home, word) == [], word
-        for field in ("text", "title"):
+        for field in ("text", "where"):
             assert index_doc_freq(backscroll_home, field, word) == 0
     assert stray_segment_files(backscroll_home) == []
     assert not list(backscroll_home.glob("thumbs/*/*"))

@@ -87,7 +87,7 @@ def test_deleting_by_ids_leaves_no_trace(backscroll_home: Path) -> None:
         assert store.search("zorbflat") == [] and len(store.timeline(limit=100)) == 50
     assert files_containing(backscroll_home, "zorbflat") == []
     assert files_containing(backscroll_home, "wibblequux") == []
-    assert index_doc_freq(backscroll_home, "title", "wibblequux") == 0
+    assert index_doc_freq(backscroll_home, "where", "wibblequux") == 0
     assert stray_segment_files(backscroll_home) == []
 
 

@@ -135,3 +135,17 @@ def test_near_misses_are_labelled_in_the_output() -> None:
     assert "0 match(es) with every term; 1 near miss(es) with some, best first:" in out
     found = json.loads(run_cli("search", "invoice zebra", "--json"))
     assert [m["near_miss"] for m in found["matches"]] == [True]
+
+
+def test_a_phrase_does_not_span_the_app_name_and_the_title() -> None:
+    with MemoryStore() as store:
+        import_frames(
+            store,
+            [
+                frame(1, "Firefox", "Invoices — Mozilla", "quarterly ledger"),
+                frame(1, "Editor", "notes", "firefox invoices"),
+            ],
+        )
+        assert [h.title for h in store.search('"firefox invoices"')] == ["notes"]
+        assert [h.title for h in store.search('"invoices mozilla"')] == ["Invoices — Mozilla"]
+        assert apps(store.search("firefox")) == ["Editor", "Firefox"]
