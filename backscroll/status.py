@@ -8,6 +8,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from backscroll.store import MemoryStore
 from eventlog.segment import now_us
 
@@ -55,6 +57,35 @@ def dir_bytes(path: Path) -> int:
             except FileNotFoundError:
                 continue
     return total
+
+
+class Stats(msgspec.Struct, frozen=True, kw_only=True):
+    """``MemoryStore.stats()``: the spec's status fields."""
+
+    frames: int
+    oldest: datetime | None
+    newest: datetime | None
+    apps: int
+    thumb_bytes: int
+    db_bytes: int
+    total_bytes: int
+    text_sources: dict[str, int]
+    encrypted_text_frames: int
+    thumbnails: int
+    encrypted_thumbnails: int
+    encrypt_text: bool
+    encrypt_thumbnails: bool
+    key_store: str | None
+    """``keyring`` or ``file``; None before the first encrypted write."""
+    encryption_available: bool
+
+
+def stats(store: MemoryStore) -> Stats:
+    info = collect(store)
+    fields = {name: info[name] for name in Stats.__struct_fields__}
+    for name in ("oldest", "newest"):
+        fields[name] = datetime.fromisoformat(info[name]).astimezone() if info[name] else None
+    return Stats(**fields)
 
 
 def collect(store: MemoryStore) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from query.views import ViewReader
 
 if TYPE_CHECKING:
     from backscroll.crypto import FrameCrypto
+    from backscroll.status import Stats
 
 CONFIG_FILE = "config.json"
 CONFIG_HASH = "config.sha256"
@@ -129,6 +130,12 @@ class MemoryStore:
 
     def get(self, frame_id: int) -> Hit:
         return self.searcher().get(frame_id)
+
+    def stats(self) -> Stats:
+        """Counts, span, disk use, text sources and encryption, as ``status`` shows them."""
+        from backscroll.status import stats
+
+        return stats(self)
 
     def thumbnail(self, frame: Hit | int) -> bytes | None:
         """The frame's JPEG, decrypted; None when it has none or the key is lost."""

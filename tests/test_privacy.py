@@ -56,6 +56,13 @@ def test_encrypted_text_is_unreadable_on_disk_yet_found_by_exact_word(
         hit = store.get(store.search("zanzibarite")[0].id)
         assert hit.encrypted and "zanzibarite" in (hit.text or "")
         assert store.thumbnail(hit)[:2] == b"\xff\xd8"
+        st = store.stats()  # as in the spec's "Direct store access"
+        assert (st.frames, st.apps, st.encrypted_text_frames) == (2, 2, 2)
+        assert (st.thumbnails, st.encrypted_thumbnails) == (1, 1)
+        assert sum(st.text_sources.values()) == 2 and st.key_store in ("keyring", "file")
+        assert st.encrypt_text and st.encrypt_thumbnails and st.encryption_available
+        assert st.oldest and st.newest and st.oldest <= st.newest <= datetime.now(UTC)
+        assert 0 < st.thumb_bytes < st.total_bytes and st.db_bytes > 0
     for word in ("zanzibarite", "upstream"):
         assert files_containing(backscroll_home, word) == []
         assert index_doc_freq(backscroll_home, "text", word) == 0
