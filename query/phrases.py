@@ -41,7 +41,9 @@ ACCEPTED_FORMS = (
     "last month, 3 days ago, an hour ago, 2026-09-01, 2026-09-01 14:30"
 )
 
-_Kind = Literal["period", "duration", "point"]
+_Kind = Literal["period", "duration", "point", "minute"]
+"""A minute is a datetime: ``parse_when`` gives the minute it names, a window takes it as the
+point it starts at (``since="2026-09-01 14:30"`` means from then until now)."""
 
 
 class _Window(NamedTuple):
@@ -101,9 +103,11 @@ def resolve_window(
     """The ``[start, end)`` bounds of a search, timeline, delete or export; None = open.
 
     - ``since`` alone: a period means that period (``since="tuesday"`` is all of Tuesday);
-      a duration or point means from its start until now, open-ended (``end`` None).
+      a duration, point or datetime means from its start until now, open-ended (``end``
+      None).
     - ``until``: the end of a period (``until="yesterday"`` includes all of yesterday);
-      the instant of a point; the start of a duration (``until="2h"`` = until 2 hours ago).
+      the instant of a point or datetime; the start of a duration (``until="2h"`` = until
+      2 hours ago).
     - ``before``: the start of any phrase (``before="7d"`` = older than 7 days).
     - Given together, ``since`` sets the start and ``until``/``before`` the end; with both
       ``until`` and ``before`` the earlier bound wins, so the window satisfies both.
@@ -212,7 +216,7 @@ def _minute_window(m: re.Match[str], tz: tzinfo) -> _Window:
         )
         start = datetime(year, month, day, hour, minute, tzinfo=given).astimezone(tz)
     end = (start.astimezone(UTC) + timedelta(minutes=1)).astimezone(tz)
-    return _Window(start, end, "period")
+    return _Window(start, end, "minute")
 
 
 def _back(now: datetime, count: int, unit: str) -> datetime:

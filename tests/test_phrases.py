@@ -302,6 +302,11 @@ def test_since_a_period_alone_means_that_period() -> None:
 def test_since_a_duration_or_point_runs_from_its_start_to_now_open_ended() -> None:
     assert resolve_window(since="2h", now=NOW) == (NOW - timedelta(hours=2), None)
     assert resolve_window(since="3 days ago", now=NOW) == (window("3 days ago")[0], None)
+    # A datetime is a point here, though parse_when gives the minute it names.
+    at = window("2026-09-01 14:30")[0]
+    assert resolve_window(since="2026-09-01 14:30", now=NOW) == (at, None)
+    assert resolve_window(until="2026-09-01 14:30", now=NOW) == (None, at)
+    assert window("2026-09-01 14:30")[1] == at + timedelta(minutes=1)
 
 
 def test_until_a_period_includes_all_of_it() -> None:
