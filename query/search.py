@@ -525,16 +525,23 @@ def _contains(words: list[str], phrase: tuple[str, ...]) -> bool:
 
 
 def snippet(text: str, terms: list[Term]) -> str:
-    """About ``SNIPPET_CHARS`` characters around the first match, whitespace folded."""
+    """About ``SNIPPET_CHARS`` characters around the first match, whitespace folded, the
+    matching words in [brackets] as in the spec's example output."""
     wanted = {w for t in terms for w in t.words}
     prefixes = tuple(t.words[0] for t in terms if t.prefix)
-    start = 0
-    for begin, _, word in tokens.word_spans(text):
-        if word in wanted or (prefixes and word.startswith(prefixes)):
-            start = begin
-            break
+
+    def hit(word: str) -> bool:
+        return word in wanted or bool(prefixes and word.startswith(prefixes))
+
+    start = next((begin for begin, _, word in tokens.word_spans(text) if hit(word)), 0)
     lo = max(0, start - SNIPPET_CHARS // 3)
-    piece = _SPACES.sub(" ", text[lo : lo + SNIPPET_CHARS]).strip()
+    piece = text[lo : lo + SNIPPET_CHARS]
+    marked, at = [], 0
+    for begin, end, word in tokens.word_spans(piece):
+        if hit(word) and (begin or not lo):  # not a word the cut began inside
+            marked += [piece[at:begin], "[", piece[begin:end], "]"]
+            at = end
+    piece = _SPACES.sub(" ", "".join([*marked, piece[at:]])).strip()
     return ("… " if lo else "") + piece + (" …" if lo + SNIPPET_CHARS < len(text) else "")
 
 

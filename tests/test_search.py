@@ -149,3 +149,14 @@ def test_a_phrase_does_not_span_the_app_name_and_the_title() -> None:
         assert [h.title for h in store.search('"firefox invoices"')] == ["notes"]
         assert [h.title for h in store.search('"invoices mozilla"')] == ["Invoices — Mozilla"]
         assert apps(store.search("firefox")) == ["Editor", "Firefox"]
+
+
+def test_snippets_bracket_the_matching_words_around_the_first_match() -> None:
+    lead = "npm ERR! code ELIFECYCLE " * 8
+    with MemoryStore() as store:
+        import_frames(store, [frame(1, "Terminal", "zsh", lead + "Error: connect ECONNREFUSED")])
+        [hit] = store.search("error connect")
+        assert hit.snippet.startswith("… ") and "[Error]: [connect] ECONNREFUSED" in hit.snippet
+        assert "ERR!" in hit.snippet  # context before the match
+        [hit] = store.search("econn*")
+        assert "[ECONNREFUSED]" in hit.snippet
