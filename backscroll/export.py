@@ -47,9 +47,9 @@ class ExportedFrame(NamedTuple):
 
 
 def default_folder(now: datetime | None = None) -> Path:
-    """``~/Downloads/backscroll-export-<YYYYmmdd-HHMMSS>``, as the spec places it."""
+    """``~/Downloads/backscroll-memory-<YYYYmmdd-HHMMSS>``, as the spec places it."""
     stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
-    return Path("~/Downloads").expanduser() / f"backscroll-export-{stamp}"
+    return Path("~/Downloads").expanduser() / f"backscroll-memory-{stamp}"
 
 
 def check_format(format: str) -> Format:

@@ -67,6 +67,7 @@ class Daemon:
         self.last_text_source: str | None = None
         self.hotkey_problem: str | None = None
         self._hotkey: Any = None
+        self._hotkey_combo: str | None = None  # the combination listened for; None: none yet
         self._lock_fd = self._single_instance()
         self._pending: tuple[CaptureReason, Any, Any] | None = None
         self._wake = threading.Condition()
@@ -110,7 +111,7 @@ class Daemon:
         self.trigger = Trigger()
         self._default_excepthook = threading.excepthook
         threading.excepthook = self._thread_failed
-        self._start_hotkey(config)
+        self._follow_hotkey(config)
         threads = [
             threading.Thread(target=self._project, name="projector", daemon=True),
             threading.Thread(target=self._work, name="capture-worker", daemon=True),
@@ -130,6 +131,7 @@ class Daemon:
             for thread in threads:
                 thread.join(timeout=30)
             self._reader.shutdown()
+            self._stop_hotkey()
             self.store.log.append(DaemonStopped(ts_us=now_us(), pid=os.getpid(), reason=reason))
             self.heartbeat.remove()
             threading.excepthook = self._default_excepthook
@@ -157,6 +159,7 @@ class Daemon:
                 self._set_problem(f"display unavailable: {exc}")
                 self._reconnect(config)
                 continue
+            self._follow_hotkey(config)
             self._beat(config)
             elapsed = time.monotonic() - started
             self.stop_event.wait(max(0.0, config.poll_seconds - elapsed))
@@ -382,11 +385,8 @@ class Daemon:
         log.info("display available again; capture resumes")
         self.problem = None
         # pynput's listener ended with its X connection: a new one listens on the new one.
-        if self._hotkey is not None:
-            with contextlib.suppress(Exception):  # stopping it needs the connection that is gone
-                self._hotkey.stop()
-            self._hotkey = None
-            self._start_hotkey(config)
+        self._stop_hotkey()
+        self._follow_hotkey(config)
 
     def _count(self, kind: str, key: str) -> None:
         self.counts[kind][key] = self.counts[kind].get(key, 0) + 1
@@ -417,7 +417,14 @@ class Daemon:
         self._started_us = now_us()
         return self._started_us
 
-    def _start_hotkey(self, config: Config) -> None:
+    def _follow_hotkey(self, config: Config) -> None:
+        """Listen for the config's pause hotkey: a changed one replaces the old listener at
+        the next tick, and ``''`` stops it."""
+        if config.pause_hotkey == self._hotkey_combo:
+            return
+        self._stop_hotkey()
+        self._hotkey_combo = config.pause_hotkey
+        self.hotkey_problem = None
         if not config.pause_hotkey:
             return
         try:
@@ -425,10 +432,16 @@ class Daemon:
 
             self._hotkey = Hotkey(config.pause_hotkey, self.toggle_pause)
             self._hotkey.start()
-            self.hotkey_problem = None
         except Exception as exc:  # pynput raises many kinds where it cannot work
             self.hotkey_problem = f"{type(exc).__name__}: {exc}"
             log.warning("pause hotkey unavailable: %s", self.hotkey_problem)
+
+    def _stop_hotkey(self) -> None:
+        if self._hotkey is not None:
+            with contextlib.suppress(Exception):  # stopping it needs the connection that is gone
+                self._hotkey.stop()
+        self._hotkey = None
+        self._hotkey_combo = None
 
     def _thread_failed(self, args: threading.ExceptHookArgs) -> None:
         """``threading.excepthook`` while the daemon runs.

@@ -245,7 +245,7 @@ def _add_manage(server: MCPServer, home: Home, allow_export: bool) -> None:
         confirm: Annotated[bool, _d("Required (true) for delete")] = False,
         path: Annotated[
             str | None,
-            _d("export: new or empty folder (default ~/Downloads/backscroll-export-<time>)"),
+            _d("export: new or empty folder (default ~/Downloads/backscroll-memory-<time>)"),
         ] = None,
         format: Annotated[
             Literal["json", "csv", "html"],

@@ -208,6 +208,21 @@ def test_pause_timed_pause_resume_and_the_hotkey(desktop: Desktop, daemon: Daemo
     desktop.run(["xdotool", "key", "ctrl+shift+alt+p"])
     wait_for(lambda: daemon.status()["capture"] == "active", "the hotkey's resume")
 
+    # A new hotkey reaches the running daemon at its next tick; the old one stops working.
+    daemon.cli("config", "--hotkey", "<ctrl>+<alt>+k")
+    time.sleep(2)  # a few ticks
+    desktop.run(["xdotool", "key", "ctrl+shift+alt+p"])
+    time.sleep(1)
+    assert daemon.status()["capture"] == "active"
+    desktop.run(["xdotool", "key", "ctrl+alt+k"])
+    wait_for(lambda: daemon.status()["capture"].startswith("paused"), "the new hotkey's pause")
+    daemon.cli("config", "--hotkey", "")
+    daemon.cli("resume")
+    time.sleep(2)
+    desktop.run(["xdotool", "key", "ctrl+alt+k"])
+    time.sleep(1)
+    assert daemon.status()["capture"] == "active"
+
 
 def test_a_secret_on_screen_is_stored_redacted_and_encrypted_text_is_unreadable(
     desktop: Desktop, daemon: Daemon

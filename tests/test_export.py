@@ -146,7 +146,7 @@ def test_default_folder_is_in_downloads(
     monkeypatch.setenv("HOME", str(tmp_path / "person"))
     result = export(store, None, "json", thumbnails=False)
     assert result.path.parent == tmp_path / "person" / "Downloads"
-    assert re.fullmatch(r"backscroll-export-\d{8}-\d{6}", result.path.name)
+    assert re.fullmatch(r"backscroll-memory-\d{8}-\d{6}", result.path.name)
 
 
 def test_cli_export_writes_the_folder_and_reports_bad_input(store: Any, tmp_path: Path) -> None:

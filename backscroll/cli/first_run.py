@@ -40,7 +40,14 @@ def install_service(home: Home = None) -> None:
     _report(done, "installed")
 
 
-def uninstall_service() -> None:
+def uninstall_service(
+    home: Annotated[
+        str | None,
+        typer.Option(
+            "--home", help="Accepted as by every command; the service is one per user, any home."
+        ),
+    ] = None,
+) -> None:
     """Stop the capture service and remove everything install-service wrote."""
     from backscroll.service import uninstall
 

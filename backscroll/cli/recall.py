@@ -21,7 +21,7 @@ def export(
         Path | None,
         typer.Option(
             "--out",
-            help="A new or empty folder (default ~/Downloads/backscroll-export-<time>).",
+            help="A new or empty folder (default ~/Downloads/backscroll-memory-<time>).",
             show_default=False,
         ),
     ] = None,
