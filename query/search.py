@@ -12,10 +12,12 @@ Every term must match; when no frame has them all, the query is retried with any
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -527,22 +529,48 @@ def _contains(words: list[str], phrase: tuple[str, ...]) -> bool:
 def snippet(text: str, terms: list[Term]) -> str:
     """About ``SNIPPET_CHARS`` characters around the first match, whitespace folded, the
     matching words in [brackets] as in the spec's example output."""
+    spans = _matches(text, terms)
+    first = next(spans, None)
+    lo = max(0, first[0] - SNIPPET_CHARS // 3) if first else 0
+    hi = lo + SNIPPET_CHARS
+    marked, at = [], lo
+    for begin, end in itertools.chain([first] if first else [], spans):
+        if end > hi:
+            break
+        if begin >= lo:
+            marked += [text[at:begin], "[", text[begin:end], "]"]
+            at = end
+    piece = _SPACES.sub(" ", "".join([*marked, text[at:hi]])).strip()
+    return ("… " if lo else "") + piece + (" …" if hi < len(text) else "")
+
+
+def _matches(text: str, terms: list[Term]) -> Iterator[tuple[int, int]]:
+    """Where ``terms``' words are in ``text``, in order: one regex over ASCII text (most
+    screen text), else word by word through ``tokens.word_spans``."""
+    if text.isascii():
+        pattern = _ascii_pattern(tuple(terms))
+        if pattern is not None:
+            yield from (m.span() for m in pattern.finditer(text))
+        return
     wanted = {w for t in terms for w in t.words}
     prefixes = tuple(t.words[0] for t in terms if t.prefix)
+    for begin, end, word in tokens.word_spans(text):
+        if word in wanted or (prefixes and word.startswith(prefixes)):
+            yield begin, end
 
-    def hit(word: str) -> bool:
-        return word in wanted or bool(prefixes and word.startswith(prefixes))
 
-    start = next((begin for begin, _, word in tokens.word_spans(text) if hit(word)), 0)
-    lo = max(0, start - SNIPPET_CHARS // 3)
-    piece = text[lo : lo + SNIPPET_CHARS]
-    marked, at = [], 0
-    for begin, end, word in tokens.word_spans(piece):
-        if hit(word) and (begin or not lo):  # not a word the cut began inside
-            marked += [piece[at:begin], "[", piece[begin:end], "]"]
-            at = end
-    piece = _SPACES.sub(" ", "".join([*marked, piece[at:]])).strip()
-    return ("… " if lo else "") + piece + (" …" if lo + SNIPPET_CHARS < len(text) else "")
+@lru_cache(maxsize=64)
+def _ascii_pattern(terms: tuple[Term, ...]) -> re.Pattern[str] | None:
+    """Whole words, and prefixes, that an ASCII text can hold; case-insensitive (ASCII
+    case folding is what the analyzer's lowercasing does to ASCII)."""
+    words = sorted({w for t in terms for w in t.words if w.isascii()}, key=len, reverse=True)
+    prefixes = [t.words[0] for t in terms if t.prefix and t.words[0].isascii()]
+    alternatives = [f"(?:{'|'.join(map(re.escape, words))})(?![A-Za-z0-9])"] if words else []
+    if prefixes:
+        alternatives.append(f"(?:{'|'.join(map(re.escape, prefixes))})[A-Za-z0-9]*")
+    if not alternatives:
+        return None
+    return re.compile(f"(?<![A-Za-z0-9])(?:{'|'.join(alternatives)})", re.IGNORECASE)
 
 
 def _us(when: datetime) -> int:
