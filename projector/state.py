@@ -115,7 +115,11 @@ class State(msgspec.Struct):
     def apply(self, offset: int, event: Event) -> None:
         match event:
             case FrameCaptured():
-                self.partitions.setdefault(partition_of(event.captured_us), FrameStats()).add(event)
+                month = partition_of(event.captured_us)
+                stats = self.partitions.get(month)
+                if stats is None:
+                    stats = self.partitions[month] = FrameStats()
+                stats.add(event)
             case ConfigChanged():
                 self.config = event.config
                 self.config_origin = event.origin
