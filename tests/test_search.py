@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typer.testing import CliRunner
 
 from backscroll.cli.app import app as cli
-from backscroll.manage import import_frames
+from backscroll.manage import delete, import_frames
 from backscroll.store import MemoryStore
 from query.search import Hit
 
@@ -31,7 +31,7 @@ def apps(hits: list[Hit]) -> list[str]:
     return sorted(h.app for h in hits)
 
 
-def test_the_app_filter_is_a_substring_of_the_app_or_a_word_start_in_the_title() -> None:
+def test_the_app_filter_is_a_substring_of_the_app_name_or_the_title() -> None:
     with MemoryStore() as store:
         import_frames(
             store,
@@ -45,11 +45,32 @@ def test_the_app_filter_is_a_substring_of_the_app_or_a_word_start_in_the_title()
         assert apps(store.search("ledger", app="IREFO")) == ["Firefox"]
         assert apps(store.search("ledger", app="terminal")) == ["Terminal", "gnome-terminal-server"]
         assert apps(store.search("ledger", app="graf")) == ["Terminal"]
-        assert apps(store.search("ledger", app="afana")) == []  # not at a title word's start
+        assert apps(store.search("ledger", app="afana")) == ["Terminal"]  # inside a word
+        assert apps(store.search("ledger", app="afana — H")) == ["Terminal"]
+        assert apps(store.search("ledger", app="afana H")) == []  # the text as it is
         assert apps(store.search("ledger", app="Invoices — Moz")) == ["Firefox"]
+        assert apps(store.search("ledger", app="nal-serv")) == ["gnome-terminal-server"]
         assert apps(store.search("ledger", app="Photoshop")) == []
         assert apps(store.search("ledger", app="—")) == []  # no app name, no title word
         assert [h.app for h in store.timeline(app="slack")] == ["Slack"]
+
+
+def test_the_app_filter_shows_exactly_what_deleting_by_app_deletes() -> None:
+    with MemoryStore() as store:
+        import_frames(
+            store,
+            [
+                frame(1, "Firefox", "mybank.com — Accounts", "balance"),
+                frame(1, "Firefox", "Bank of X", "balance"),
+                frame(1, "Bankroll", "ledger", "balance"),
+                frame(1, "Firefox", "news", "bank holiday"),
+            ],
+        )
+        shown = {h.id for h in store.timeline(app="bank")}
+        everything = {h.id for h in store.timeline()}
+        assert len(shown) == 3
+        assert delete(store, app="bank") == 3
+        assert {h.id for h in store.timeline()} == everything - shown
 
 
 def test_the_app_filter_finds_an_app_seen_only_in_an_earlier_month() -> None:
