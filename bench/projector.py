@@ -626,7 +626,7 @@ def main() -> None:
     command = f"$ .venv/bin/python -m bench.projector --frames {args.frames}"
     say(
         f"{command} --rounds {args.rounds} --delete-rounds {args.delete_rounds} "
-        f"--appends {args.appends} --burst {args.burst}"
+        f"--appends {args.appends} --burst {args.burst} --only {args.only}"
     )
     say(f"run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
     say()
