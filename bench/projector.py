@@ -529,8 +529,8 @@ def bench_follow(frames: int, appends: int, burst: int) -> None:
     say(f"{f'burst of {burst:,} appends':34s} {cells(burst_latency, 3)}")
     slow = sum(t >= 0.9 for t in single)
     say(
-        f"{slow} of {len(single)} one-by-one appends waited >= 0.9 s: about the follower's "
-        "1 s watch timeout (an append that lands before the next watch starts is not seen)"
+        f"{slow} of {len(single)} one-by-one appends waited >= 0.9 s (an append the "
+        "follower's watcher missed would wait for its 5 s idle wake-up)"
     )
     say(
         f"burst: {burst:,} Log.append calls (one fsync each) took {burst_s:.1f} s "
