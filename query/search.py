@@ -105,11 +105,11 @@ class Searcher:
         import tantivy
 
         schema = indexes[0].schema  # one schema serves every partition
-        ways = self._app_ways(schema, app, state, window)
+        app_filter = self._app_filter(schema, app, state, window)
         searchers = [index.searcher() for index in indexes]
         check = _Check(terms, every) if any(len(t.words) > 1 for t in terms) else None
         if self.blind is None or all(len(t.words) == 1 for t in terms):
-            tq = self._query(schema, terms, window, ways, self.blind, every=every)
+            tq = self._query(schema, terms, window, app_filter, self.blind, every=every)
             found = self._top(searchers, tq, limit, app, pending, check)
         else:
             # A phrase: tantivy checks word order in plaintext text and titles itself, but
@@ -119,10 +119,10 @@ class Searcher:
             # common words over every partition's text cost 46 ms; the blind words, 8 ms).
             must = tantivy.Occur.Must
             encrypted = tantivy.Query.term_query(schema, "enc", 1)
-            plain = self._query(schema, terms, window, ways, None, every=every)
+            plain = self._query(schema, terms, window, app_filter, None, every=every)
             plain = tantivy.Query.boolean_query([(must, plain), (tantivy.Occur.MustNot, encrypted)])
             sealed = self._query(
-                schema, terms, window, ways, self.blind, every=every, phrases=False
+                schema, terms, window, app_filter, self.blind, every=every, phrases=False
             )
             sealed = tantivy.Query.boolean_query([(must, sealed), (must, encrypted)])
             found = self._top(searchers, plain, limit, app, pending, None)
@@ -183,8 +183,8 @@ class Searcher:
         state = self.views.state()
         pending = state.pending_deletions()
         schema = indexes[0].schema
-        ways = self._app_ways(schema, app, state, window)
-        tq = self._filters(schema, window, ways) or tantivy.Query.all_query()
+        app_filter = self._app_filter(schema, app, state, window)
+        tq = self._filters(schema, window, app_filter) or tantivy.Query.all_query()
         out: list[Hit] = []
         for index in indexes:
             searcher = index.searcher()
@@ -233,32 +233,26 @@ class Searcher:
         schema: tantivy.Schema,
         terms: list[Term],
         window: Window,
-        ways: list[tantivy.Query] | None,
+        app_filter: tantivy.Query | None,
         blind: Callable[[str], bytes] | None,
         *,
         every: bool,
         phrases: bool = True,
     ) -> tantivy.Query:
-        """``every`` one of ``terms`` (or any of them) in the window, passing the app filter
-        by one of ``ways`` (when given)."""
+        """``every`` one of ``terms`` (or any of them) in the window, passing ``app_filter``
+        (when given)."""
         import tantivy
 
-        must, should = tantivy.Occur.Must, tantivy.Occur.Should
-        occur = must if every else should
-        parts = [(occur, _term_query(schema, term, blind, phrases)) for term in terms]
-        if not every and ways is not None:
-            parts = [(must, tantivy.Query.boolean_query(parts))]
-        if ways is not None:
-            # (words AND one way) OR (words AND the other), when there are two: each
-            # intersection seeks through its own postings, where words AND (one OR other)
-            # had Tantivy walk the union of both (13 → 6 ms at 1M).
-            parts = [(should, tantivy.Query.boolean_query([*parts, (must, q)])) for q in ways]
-        query = tantivy.Query.boolean_query(parts)
-        filters = self._filters(schema, window, None)
+        must = tantivy.Occur.Must
+        occur = must if every else tantivy.Occur.Should
+        query = tantivy.Query.boolean_query(
+            [(occur, _term_query(schema, term, blind, phrases)) for term in terms]
+        )
+        filters = self._filters(schema, window, app_filter)
         return tantivy.Query.boolean_query([(must, query), (must, filters)]) if filters else query
 
     def _filters(
-        self, schema: tantivy.Schema, window: Window, ways: list[tantivy.Query] | None
+        self, schema: tantivy.Schema, window: Window, app_filter: tantivy.Query | None
     ) -> tantivy.Query | None:
         import tantivy
 
@@ -274,15 +268,14 @@ class Searcher:
                 include_upper=window.end is None,
             )
             parts.append((tantivy.Occur.Must, rq))
-        if ways is not None:
-            any_of = tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in ways])
-            parts.append((tantivy.Occur.Must, any_of))
+        if app_filter is not None:
+            parts.append((tantivy.Occur.Must, app_filter))
         return tantivy.Query.boolean_query(parts) if parts else None
 
-    def _app_ways(
+    def _app_filter(
         self, schema: tantivy.Schema, app: str | None, state: State, window: Window
-    ) -> list[tantivy.Query] | None:
-        """The app filter's ways (None without one), built once a query: the app names are
+    ) -> tantivy.Query | None:
+        """The app filter's query (None without one), built once a search: the app names are
         those the state view counts in the window's months."""
         if not app:
             return None
@@ -463,9 +456,9 @@ def _term_query(
     return tantivy.Query.boolean_query(plain)
 
 
-def _app_query(schema: tantivy.Schema, app: str, names: set[str]) -> list[tantivy.Query]:
-    """The ways a frame passes the ``app`` filter (none, or one), narrowed in the index; the
-    exact substring is then checked on the stored strings.
+def _app_query(schema: tantivy.Schema, app: str, names: set[str]) -> tantivy.Query:
+    """The frames that may pass the ``app`` filter, narrowed in the index; the exact
+    substring is then checked on the stored strings.
 
     Where an app name or title contains ``app``'s text, a single word of it starts a suffix
     of one of their words (the ``within`` field holds them all); of several words, the first
@@ -486,15 +479,13 @@ def _app_query(schema: tantivy.Schema, app: str, names: set[str]) -> list[tantiv
         if inner:
             pieces.append(tantivy.Query.term_query(schema, "within", inner[0]))
             pieces += [tantivy.Query.term_query(schema, "where", word) for word in inner[1:]]
-        return [tantivy.Query.boolean_query([(tantivy.Occur.Must, q) for q in pieces])]
+        return tantivy.Query.boolean_query([(tantivy.Occur.Must, q) for q in pieces])
     needle = folded(app)
     phrases = sorted(
         {tuple(tokens.words(name)) for name in {folded(n) for n in names} if needle in name} - {()}
     )
-    if not phrases:
-        return []
     named = [(tantivy.Occur.Should, _words_query(schema, "where", p)) for p in phrases]
-    return [tantivy.Query.boolean_query(named)]
+    return tantivy.Query.boolean_query(named)  # none: matches nothing
 
 
 def _words_query(schema: tantivy.Schema, field: str, words: tuple[str, ...]) -> tantivy.Query:
