@@ -96,6 +96,15 @@ def test_search_output_names_query_window_and_matches_best_first(frames: None) -
     assert r.metadata["start"].startswith("2026-11-24T00:00:00")
 
 
+def test_search_without_a_full_match_returns_near_misses_marked(frames: None) -> None:
+    r = run(MemoryTool().execute(None, Read(action="search", query="quokka wombat")))
+    assert r.output.splitlines()[1] == (
+        "0 match(es) with every term; 1 near miss(es) with some, best first:"
+    )
+    assert "[quokka]" in r.output
+    assert [m["near_miss"] for m in r.metadata["matches"]] == [True]
+
+
 def test_search_that_finds_nothing_says_why(frames: None) -> None:
     r = run(MemoryTool().execute(None, Read(action="search", query="anything", app="1Password")))
     assert "0 match(es)" in r.output
