@@ -16,6 +16,7 @@ from backscroll.manage import delete, import_frames, rebuild_views
 from backscroll.store import MemoryStore
 from eventlog.events import FrameCaptured
 from eventlog.log import Log
+from projector.schema import SCHEMA_VERSION
 from tests.residue import files_containing, index_doc_freq, stray_segment_files
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
@@ -104,6 +105,12 @@ def test_a_damaged_view_is_rebuilt_by_itself(backscroll_home: Path) -> None:
     shutil.rmtree(partition)
     with MemoryStore() as store:
         assert snapshot(store) == before
+    # Views of an older schema (an upgrade) are rebuilt in the current one.
+    manifest = json.loads((search / "manifest.json").read_text())
+    (search / "manifest.json").write_text(json.dumps({**manifest, "schema": SCHEMA_VERSION - 1}))
+    with MemoryStore() as store:
+        assert snapshot(store) == before
+    assert json.loads((search / "manifest.json").read_text())["schema"] == SCHEMA_VERSION
 
 
 CATCH_UP = """
