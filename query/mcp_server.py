@@ -124,7 +124,10 @@ def build_server(
         action: Annotated[Literal["search", "show", "timeline", "status"], _d("What to do")],
         query: Annotated[
             str | None,
-            _d("Search terms (search). All terms must match; quote phrases; invoice* for prefix"),
+            _d(
+                "Search terms (search). All terms must match (else near misses with some come "
+                "back, marked near_miss); quote phrases; invoice* for prefix"
+            ),
         ] = None,
         since: Annotated[str | None, _d(f"Start of the window. {PHRASES}")] = None,
         until: Annotated[str | None, _d("End of the window (same formats)")] = None,

@@ -30,7 +30,9 @@ def register(app: typer.Typer) -> None:
 
 
 def search(
-    query: Annotated[str, typer.Argument(help='Words (all must match), "phrases", prefix*.')],
+    query: Annotated[
+        str, typer.Argument(help='Words (all must match, else near misses), "phrases", prefix*.')
+    ],
     since: Since = None,
     until: Until = None,
     app: App = None,
