@@ -335,7 +335,7 @@ class Searcher:
                 return False
             text = self._decrypted(hit)
             words = tokens.words(text) if text is not None else []
-            check.done[hit.id] = check.holds(words, tokens.words(f"{hit.app} {hit.title}"))
+            check.done[hit.id] = check.holds(words, tokens.words(hit.app), tokens.words(hit.title))
         return check.done[hit.id]
 
     def _decrypted(self, hit: Hit) -> str | None:
@@ -363,23 +363,24 @@ class Searcher:
 
 
 class _Check:
-    """Whether a decrypted frame has its phrases in order: ``every`` term (the query made
-    sure of its single words), or any term (a single word in its text, app or title will
-    do). ``done`` keeps the answers by frame id."""
+    """Whether a decrypted frame has its phrases in order, in its text, app name or title:
+    ``every`` term (the query made sure of its single words), or any term (a single word
+    anywhere will do). ``done`` keeps the answers by frame id."""
 
     def __init__(self, terms: list[Term], every: bool) -> None:
         self.terms = terms
         self.every = every
         self.done: dict[int, bool] = {}
 
-    def holds(self, words: list[str], labels: list[str]) -> bool:
+    def holds(self, *places: list[str]) -> bool:
+        def has(term: Term) -> bool:
+            if len(term.words) == 1:
+                return any(term.words[0] in words for words in places)
+            return any(_contains(words, term.words) for words in places)
+
         if self.every:
-            return all(len(t.words) == 1 or _contains(words, t.words) for t in self.terms)
-        present = {*words, *labels}
-        return any(
-            t.words[0] in present if len(t.words) == 1 else _contains(words, t.words)
-            for t in self.terms
-        )
+            return all(len(t.words) == 1 or has(t) for t in self.terms)
+        return any(has(t) for t in self.terms)
 
 
 class _FrameView:
@@ -419,8 +420,8 @@ def _term_query(
     schema: tantivy.Schema, term: Term, blind: Callable[[str], bytes] | None, phrases: bool
 ) -> tantivy.Query:
     """``term`` over the text and the app and title words, and over blind tokens when
-    ``blind`` is given; without ``phrases``, a phrase is its blind words alone (encrypted
-    frames)."""
+    ``blind`` is given; without ``phrases``, a phrase in the text is its blind words
+    (encrypted frames, checked after decryption)."""
     import tantivy
 
     should = tantivy.Occur.Should
@@ -437,13 +438,11 @@ def _term_query(
         plain = [
             (should, tantivy.Query.term_query(schema, field, word)) for field in ("text", "where")
         ]
-    elif phrases:
+    else:  # encrypted frames' app names and titles are plaintext, their text is not
         plain = [
             (should, tantivy.Query.phrase_query(schema, field, list(term.words)))
-            for field in ("text", "where")
+            for field in (("text", "where") if phrases else ("where",))
         ]
-    else:
-        plain = []
     if blind is not None:
         # Encrypted frames: the exact word (a prefix cannot be blinded); a phrase's words
         # must all occur, and their order is re-checked after decryption.

@@ -181,3 +181,20 @@ def test_snippets_bracket_the_matching_words_around_the_first_match() -> None:
         assert "ERR!" in hit.snippet  # context before the match
         [hit] = store.search("econn*")
         assert "[ECONNREFUSED]" in hit.snippet
+
+
+def test_a_phrase_in_the_title_of_an_encrypted_frame_is_found() -> None:
+    with MemoryStore() as store:
+        store.set_config(encrypt_text=True)
+        import_frames(
+            store,
+            [
+                frame(1, "Mail", "Re: quarterly ledger review", "nothing about it here"),
+                frame(1, "Mail", "Re: ledger quarterly", "nothing here either"),
+            ],
+        )
+        found = store.search('"quarterly ledger"')
+        assert [h.title for h in found] == ["Re: quarterly ledger review"]
+        assert [h.title for h in store.search('"ledger review" nothing')] == [
+            "Re: quarterly ledger review"
+        ]
