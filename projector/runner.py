@@ -148,7 +148,7 @@ class Projector:
 
     def _commit(self, position: int) -> None:
         # The state first: a reader never finds a frame whose app the state does not list
-        # yet (the search's app filter takes its app names from the state).
+        # yet (an app filter without words takes its app names from the state).
         self.state.position = max(position, self.state.position)
         self.state.save(self.layout.views)
         self.search.commit(max(position, self.search.position))

@@ -40,15 +40,11 @@ def install_service(home: Home = None) -> None:
     _report(done, "installed")
 
 
-def uninstall_service(
-    home: Annotated[
-        str | None,
-        typer.Option(
-            "--home", help="Accepted as by every command; the service is one per user, any home."
-        ),
-    ] = None,
-) -> None:
-    """Stop the capture service and remove everything install-service wrote."""
+def uninstall_service(home: Home = None) -> None:
+    """Stop the capture service and remove everything install-service wrote.
+
+    One service per user, whichever home it captures into: ``--home`` is taken as by every
+    command."""
     from backscroll.service import uninstall
 
     done = uninstall()
