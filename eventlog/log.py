@@ -45,6 +45,7 @@ from eventlog.segment import (
     pack_header,
     read_sealed,
     record_header,
+    scan_file,
     scan_records,
     unpack_header,
     write_file,
@@ -105,15 +106,13 @@ class _ActiveIndex:
             self.size = stat.st_size
             if stat.st_size == self.end:
                 return True
-            f.seek(self.end)
-            data = f.read()
-        after = self.offsets[-1] if self.offsets else self.base - 1
-        scan = scan_records(data, 0, self.path.name, after, payloads=False)
+            after = self.offsets[-1] if self.offsets else self.base - 1
+            scan = scan_file(f, self.end, stat.st_size, self.path.name, after, payloads=False)
         for pos, record in scan.records:
             self.offsets.append(record.offset)
-            self.positions.append(self.end + pos)
-        self.problems += [p._replace(position=self.end + p.position) for p in scan.problems]
-        self.end += scan.end
+            self.positions.append(pos)
+        self.problems += scan.problems
+        self.end = scan.end
         return True
 
     @property
@@ -128,9 +127,8 @@ class _ActiveIndex:
         if i == len(self.offsets):
             return []
         with open(self.path, "rb") as f:
-            f.seek(self.positions[i])
-            data = f.read(self.end - self.positions[i])
-        return [record for _, record in scan_records(data, 0, self.path.name, start - 1).records]
+            scan = scan_file(f, self.positions[i], self.end, self.path.name, start - 1)
+        return [record for _, record in scan.records]
 
 
 class Batch:

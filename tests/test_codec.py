@@ -3,6 +3,7 @@ old event versions are upcast on read."""
 
 from __future__ import annotations
 
+import io
 import types
 import typing
 from pathlib import Path
@@ -31,6 +32,7 @@ from eventlog.segment import (
     _sealed_records,
     encode_sealed,
     pack_record,
+    scan_file,
     scan_records,
 )
 
@@ -155,6 +157,35 @@ def test_records_round_trip_through_active_framing_and_sealed_blocks(
         r for r in records if r.offset >= start
     ]
     assert problems == []
+
+
+@given(
+    st.lists(st.binary(max_size=300), min_size=1, max_size=30),
+    st.integers(1, 700),
+    st.lists(st.tuples(st.integers(0, 10_000), st.integers(1, 255)), max_size=3),
+    st.integers(0, 400),
+    st.booleans(),
+)
+def test_reading_a_file_in_chunks_finds_what_one_read_finds(
+    payloads: list[bytes],
+    chunk: int,
+    flips: list[tuple[int, int]],
+    cut: int,
+    keep: bool,
+) -> None:
+    """Whatever the chunk size, damage or tear: the same records, problems and end."""
+    data = bytearray(
+        b"\0" * HEADER.size
+        + b"".join(pack_record(2, offset, payload) for offset, payload in enumerate(payloads))
+    )
+    for at, xor in flips:
+        data[HEADER.size + at % (len(data) - HEADER.size)] ^= xor
+    data = data[: len(data) - cut % len(data)] if len(data) > HEADER.size + cut else data
+    whole = scan_records(bytes(data), HEADER.size, "test", payloads=keep)
+    chunked = scan_file(
+        io.BytesIO(data), HEADER.size, len(data), "test", payloads=keep, chunk=chunk
+    )
+    assert chunked == whole
 
 
 # -- upcasting ---------------------------------------------------------------------------------
