@@ -271,9 +271,13 @@ def bench_rebuild(frames: int, rounds: int) -> None:
         f"{bare_mid.wall / n * 1e6:9.1f}"
     )
     say(f"{'Projector.rebuild_all':46s} {rate:10,.0f} {rebuild_mid.wall / n * 1e6:9.1f}")
+    # Each round's pair ran back to back, so its ratio is less exposed to the load of the
+    # moment than the ratio of the two medians (rounds of bare alone spread by ±10%).
+    paired = sorted(b.wall / r.wall for b, r in zip(bare, rebuild, strict=True))
     say(
-        f"ratio rebuild/bare: {rate / ceiling:.2f} (target >= 0.8: "
-        f"{'met' if rate / ceiling >= 0.8 else 'MISSED'}); "
+        f"ratio rebuild/bare: {rate / ceiling:.2f} of the medians, {paired[len(paired) // 2]:.2f} "
+        f"the median round (rounds {paired[0]:.2f}-{paired[-1]:.2f}; target >= 0.8: "
+        f"{'met' if min(rate / ceiling, paired[len(paired) // 2]) >= 0.8 else 'MISSED'}); "
         f"{rate:,.0f} frames/s (target >= 15,000: {'met' if rate >= 15_000 else 'MISSED'})"
     )
     say()

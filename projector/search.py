@@ -157,25 +157,28 @@ class SearchWriter:
         # a clock step); one that comes back later is reopened, as one more segment.
         finishing: dict[str, Future[None]] = {}
         with ThreadPoolExecutor(OPEN_WRITERS, thread_name_prefix="commit") as pool:
+            current = ""
+            writer: tantivy.IndexWriter  # the current month's
             for count, frame in enumerate(frames):
                 month = partition_of(frame.captured_us)
-                if months is not None and month not in months:
-                    continue
-                writer = writers.get(month)
-                if writer is None:
-                    if len(writers) >= OPEN_WRITERS:  # each holds WRITER_HEAP: keep a few
-                        old = min(writers, key=last_frame.__getitem__)
-                        finishing[old] = pool.submit(_finish, writers.pop(old))
-                    if month in finishing:  # back again: its writer must be done first
-                        finishing.pop(month).result()
-                    if month not in new:
-                        new[month] = self._next_generation(month)
-                    writer = open_index(self.root / new[month], self.schema).writer(
-                        WRITER_HEAP, WRITER_THREADS
-                    )
-                    writers[month] = writer
+                if month != current:  # frames come in runs of one month: look up at a change
+                    if months is not None and month not in months:
+                        continue
+                    found = writers.get(month)
+                    if found is None:
+                        if len(writers) >= OPEN_WRITERS:  # each holds WRITER_HEAP: keep a few
+                            old = min(writers, key=last_frame.__getitem__)
+                            finishing[old] = pool.submit(_finish, writers.pop(old))
+                        if month in finishing:  # back again: its writer must be done first
+                            finishing.pop(month).result()
+                        if month not in new:
+                            new[month] = self._next_generation(month)
+                        found = writers[month] = open_index(
+                            self.root / new[month], self.schema
+                        ).writer(WRITER_HEAP, WRITER_THREADS)
+                    current, writer = month, found
                 last_frame[month] = count
-                if len(writers) > 1:
+                if not count % 256 and len(writers) > 1:
                     for old in [m for m in writers if count - last_frame[m] > MONTH_DONE_AFTER]:
                         finishing[old] = pool.submit(_finish, writers.pop(old))
                 writer.add_document(frame_document(frame, self.schema))

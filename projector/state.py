@@ -46,15 +46,21 @@ class FrameStats(msgspec.Struct):
 
     def add(self, frame: FrameCaptured) -> None:
         self.frames += 1
-        self.text_sources[frame.text_source] = self.text_sources.get(frame.text_source, 0) + 1
-        self.encrypted_text += frame.encrypted
-        self.thumbnails += frame.thumb is not None
-        self.encrypted_thumbnails += frame.thumb is not None and frame.thumb_encrypted
-        self.thumb_bytes += frame.thumb_bytes
+        sources, source = self.text_sources, frame.text_source
+        sources[source] = sources.get(source, 0) + 1
+        apps, app = self.apps, frame.app
+        apps[app] = apps.get(app, 0) + 1
+        if frame.encrypted:
+            self.encrypted_text += 1
+        if frame.thumb is not None:
+            self.thumbnails += 1
+            self.encrypted_thumbnails += frame.thumb_encrypted
+            self.thumb_bytes += frame.thumb_bytes
         t = frame.captured_us
-        self.oldest_us = t if self.frames == 1 else min(self.oldest_us, t)
-        self.newest_us = max(self.newest_us, t)
-        self.apps[frame.app] = self.apps.get(frame.app, 0) + 1
+        if t < self.oldest_us or self.frames == 1:
+            self.oldest_us = t
+        if t > self.newest_us:
+            self.newest_us = t
 
 
 class Pause(msgspec.Struct):
