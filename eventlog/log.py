@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from backscroll.errors import StoreError
 from backscroll.home import ensure_dir
@@ -107,12 +107,12 @@ class _ActiveIndex:
             if stat.st_size == self.end:
                 return True
             after = self.offsets[-1] if self.offsets else self.base - 1
-            scan = scan_file(f, self.end, stat.st_size, self.path.name, after, payloads=False)
-        for pos, record in scan.records:
-            self.offsets.append(record.offset)
-            self.positions.append(pos)
-        self.problems += scan.problems
-        self.end = scan.end
+            for scan in scan_file(f, self.end, stat.st_size, self.path.name, after, payloads=False):
+                for pos, record in scan.records:
+                    self.offsets.append(record.offset)
+                    self.positions.append(pos)
+                self.problems += scan.problems
+                self.end = scan.end
         return True
 
     @property
@@ -122,13 +122,23 @@ class _ActiveIndex:
     def next_offset(self) -> int:
         return self.offsets[-1] + 1 if self.offsets else self.base
 
-    def records(self, start: int) -> list[Record]:
+    def records(self, start: int) -> Iterator[Record]:
+        """Records with offsets >= ``start``: the file is opened now (a replaced or missing one
+        raises FileNotFoundError here), and read a piece at a time as they are consumed."""
         i = bisect.bisect_left(self.offsets, start)
         if i == len(self.offsets):
-            return []
-        with open(self.path, "rb") as f:
-            scan = scan_file(f, self.positions[i], self.end, self.path.name, start - 1)
-        return [record for _, record in scan.records]
+            return iter(())
+        f = open(self.path, "rb")  # noqa: SIM115 (closed by the generator)
+        if os.fstat(f.fileno()).st_ino != self.inode:
+            f.close()
+            raise FileNotFoundError(self.path)
+        return self._stream(f, self.positions[i], self.end, start)
+
+    def _stream(self, f: BinaryIO, pos: int, end: int, start: int) -> Iterator[Record]:
+        with f:
+            for scan in scan_file(f, pos, end, self.path.name, start - 1):
+                for _, record in scan.records:
+                    yield record
 
 
 class Batch:
@@ -187,7 +197,7 @@ class Log:
             if i + 1 < len(segments) and segments[i + 1].base <= after + 1:
                 continue
             try:
-                batch = list(self._segment_records(segment, after + 1, problems))
+                batch = self._segment_records(segment, after + 1, problems)
             except FileNotFoundError:
                 # A compaction swapped this segment away while we listed: list again.
                 yield from self.records(after + 1, types, problems)
@@ -207,13 +217,14 @@ class Log:
     def _segment_records(
         self, segment: Segment, start: int, problems: list[Problem] | None
     ) -> Iterator[Record]:
+        """Opened now (a segment swapped away raises FileNotFoundError here, never half-way),
+        read as the records are consumed: a reader holds a piece of a segment, not all of it."""
         if segment.sealed:
-            yield from read_sealed(segment.path, start, problems)
-            return
+            return read_sealed(segment.path, start, problems)
         index = self.active_index(segment.path)
         if problems is not None:
             problems.extend(index.problems)
-        yield from index.records(start)
+        return index.records(start)
 
     def active_index(self, path: Path) -> _ActiveIndex:
         """The (cached, refreshed) index of the active segment at ``path``."""

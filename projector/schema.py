@@ -90,17 +90,12 @@ def folded(text: str) -> str:
 
 
 @lru_cache(maxsize=8192)
-def _suffixes(app: str, title: str) -> str:
-    """Every suffix of every word of ``app`` and ``title``, space-separated (``within``)."""
+def _place(app: str, title: str) -> tuple[list[str], str]:
+    """A document's ``where`` and ``within`` for an app name and window title: they repeat
+    frame after frame, and titles are often not ASCII (an em dash: NFKC, ~1 µs each)."""
     words = {*tokens.words(app), *tokens.words(title)}
-    return " ".join(sorted({word[i:] for word in words for i in range(len(word))}))
-
-
-@lru_cache(maxsize=8192)
-def _label(text: str) -> str:
-    """An app name or title, normalised: they repeat frame after frame, and titles are often
-    not ASCII (an em dash), which sends each through NFKC (~1 µs)."""
-    return tokens.normalize(text)
+    suffixes = " ".join(sorted({word[i:] for word in words for i in range(len(word))}))
+    return [tokens.normalize(app), tokens.normalize(title)], suffixes
 
 
 _meta = msgspec.msgpack.Encoder()
@@ -118,11 +113,12 @@ def frame_document(frame: FrameCaptured, schema: tantivy.Schema) -> tantivy.Docu
     not at commit (where tantivy-py 0.27 would poison every later commit)."""
     import tantivy
 
+    where, within = _place(frame.app, frame.title)
     fields: dict[str, Any] = {
         "id": frame.frame_id,
         "ts": frame.captured_us,
-        "where": [_label(frame.app), _label(frame.title)],
-        "within": _suffixes(frame.app, frame.title),
+        "where": where,
+        "within": within,
         "meta": _meta.encode(
             (
                 frame.text_source,

@@ -182,10 +182,12 @@ def test_reading_a_file_in_chunks_finds_what_one_read_finds(
         data[HEADER.size + at % (len(data) - HEADER.size)] ^= xor
     data = data[: len(data) - cut % len(data)] if len(data) > HEADER.size + cut else data
     whole = scan_records(bytes(data), HEADER.size, "test", payloads=keep)
-    chunked = scan_file(
-        io.BytesIO(data), HEADER.size, len(data), "test", payloads=keep, chunk=chunk
+    pieces = list(
+        scan_file(io.BytesIO(data), HEADER.size, len(data), "test", payloads=keep, chunk=chunk)
     )
-    assert chunked == whole
+    assert [r for piece in pieces for r in piece.records] == whole.records
+    assert [p for piece in pieces for p in piece.problems] == whole.problems
+    assert (pieces[-1].end, pieces[-1].torn) == (whole.end, whole.torn)
 
 
 # -- upcasting ---------------------------------------------------------------------------------
