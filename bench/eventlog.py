@@ -310,9 +310,9 @@ def bench_replay(tmp: Path, active: Path) -> None:
             + f"{max(latencies):>9.2f}"
         )
     say(
-        "(one record costs reading its whole segment file; records() then checks every record"
-        " of an active segment, or decompresses every block from the offset on in a sealed one,"
-        " before it yields the first)"
+        "(a sealed segment: its file read whole, then the block holding the offset decompressed;"
+        " an active one: its records indexed once per process, then the 1 MB piece from the"
+        " offset read and checked)"
     )
     say()
     shutil.rmtree(sealed)
