@@ -124,8 +124,11 @@ def pack_record(type_code: int, offset: int, payload: bytes) -> bytes:
     return record_header(type_code, offset, payload) + payload
 
 
-def _record_at(buf: bytes, pos: int, end: int, after: int) -> Record | None:
-    """The valid record starting at ``pos`` with an offset above ``after``, if any."""
+def _record_at(
+    buf: bytes, pos: int, end: int, after: int, payload: bool = True
+) -> tuple[Record, int] | None:
+    """The valid record starting at ``pos`` with an offset above ``after``, and its end;
+    without ``payload``, the record's payload is left empty (checked, not copied)."""
     if pos + RECORD.size > end:
         return None
     length, crc, type_code, offset = RECORD.unpack_from(buf, pos)
@@ -134,7 +137,7 @@ def _record_at(buf: bytes, pos: int, end: int, after: int) -> Record | None:
         return None
     if crc32c.crc32c(memoryview(buf)[pos + 8 : stop]) != crc:
         return None
-    return Record(offset, type_code, bytes(buf[pos + RECORD.size : stop]))
+    return Record(offset, type_code, bytes(buf[pos + RECORD.size : stop]) if payload else b""), stop
 
 
 class Scan(NamedTuple):
@@ -158,18 +161,13 @@ def scan_records(
     records: list[tuple[int, Record]] = []
     problems: list[Problem] = []
     end = len(buf)
-    view = memoryview(buf)
-    unpack, size, crc32 = RECORD.unpack_from, RECORD.size, crc32c.crc32c
     while pos < end:
-        # The common case inline: a call per record was half of reading an active segment.
-        if pos + size <= end:
-            length, crc, type_code, offset = unpack(buf, pos)
-            stop = pos + size + length
-            if stop <= end and offset > after and crc32(view[pos + 8 : stop]) == crc:
-                payload = bytes(view[pos + size : stop]) if payloads else b""
-                records.append((pos, Record(offset, type_code, payload)))
-                after, pos = offset, stop
-                continue
+        found = _record_at(buf, pos, end, after, payloads)
+        if found is not None:
+            record, stop = found
+            records.append((pos, record))
+            after, pos = record.offset, stop
+            continue
         resync = _resync(buf, pos + 1, end, after)
         if resync is None:
             return Scan(records, pos, True, problems)
