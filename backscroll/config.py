@@ -6,8 +6,9 @@ the home is a readable copy rewritten after every change.
 
 from __future__ import annotations
 
+import re
 import sys
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -34,41 +35,47 @@ def default_hotkey(platform: str = sys.platform) -> str:
     return "<cmd>+<shift>+<alt>+p" if platform == "darwin" else "<ctrl>+<shift>+<alt>+p"
 
 
+DAY_SECONDS = 86_400.0
+# 0.1 s: below it the "interval" would be a busy loop of full captures.
+Seconds = Annotated[float, msgspec.Meta(ge=0.1, le=DAY_SECONDS)]
+
+
 class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Each field's range is declared where msgspec checks it (``config_from_dict``); the
+    error names the field (NaN and infinity fall outside every range)."""
+
     trigger: Literal["events", "interval"] = "events"
-    interval_seconds: float = 30.0
-    poll_seconds: float = 1.0
-    min_interval_seconds: float = 2.0
-    ax_min_chars: int = 40
+    interval_seconds: Seconds = 30.0
+    poll_seconds: Annotated[float, msgspec.Meta(ge=0.2, le=3600)] = 1.0
+    min_interval_seconds: Annotated[float, msgspec.Meta(ge=0, le=DAY_SECONDS)] = 2.0
+    ax_min_chars: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 40
     ocr_backend: Literal["auto", "tesseract", "always"] = "auto"
     redact: bool = True
     encrypt_thumbnails: bool = True
     encrypt_text: bool = False
-    deny_apps: tuple[str, ...] = DEFAULT_DENY
-    storage_cap_mb: int = 2048
-    retention_days: int = 30
-    thumbnail_width: int = 480
-    thumbnail_quality: int = 60
-    dedupe_threshold: float = 0.02
-    pause_hotkey: str = msgspec.field(default_factory=default_hotkey)
+    deny_apps: tuple[Annotated[str, msgspec.Meta(min_length=1, max_length=1024)], ...] = (
+        DEFAULT_DENY
+    )
+    storage_cap_mb: Annotated[int, msgspec.Meta(ge=1, le=1 << 30)] = 2048
+    retention_days: Annotated[int, msgspec.Meta(ge=1, le=36_500)] = 30
+    thumbnail_width: Annotated[int, msgspec.Meta(ge=16, le=4096)] = 480
+    thumbnail_quality: Annotated[int, msgspec.Meta(ge=1, le=95)] = 60
+    dedupe_threshold: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.02
+    pause_hotkey: Annotated[str, msgspec.Meta(max_length=100)] = msgspec.field(
+        default_factory=default_hotkey
+    )
     config_version: int = CONFIG_VERSION
 
     def __post_init__(self) -> None:
-        checks = (
-            (self.interval_seconds > 0, "interval_seconds must be positive"),
-            (self.poll_seconds >= 0.2, "poll_seconds must be at least 0.2"),
-            (self.min_interval_seconds >= 0, "min_interval_seconds must not be negative"),
-            (self.ax_min_chars >= 0, "ax_min_chars must not be negative"),
-            (self.storage_cap_mb > 0, "storage_cap_mb must be positive"),
-            (self.retention_days > 0, "retention_days must be positive"),
-            (16 <= self.thumbnail_width <= 4096, "thumbnail_width must be 16..4096"),
-            (1 <= self.thumbnail_quality <= 95, "thumbnail_quality must be 1..95"),
-            (0 <= self.dedupe_threshold <= 1, "dedupe_threshold must be 0..1"),
-            (all(p.strip() for p in self.deny_apps), "deny_apps entries must not be empty"),
-        )
-        for ok, message in checks:
-            if not ok:
-                raise msgspec.ValidationError(message)
+        if not all(p.strip() for p in self.deny_apps):
+            raise msgspec.ValidationError("deny_apps entries must not be blank")
+        if self.pause_hotkey:
+            from capture.hotkey import parse
+
+            try:
+                parse(self.pause_hotkey)
+            except ValueError as exc:
+                raise msgspec.ValidationError(f"pause_hotkey: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = msgspec.to_builtins(self)
@@ -84,13 +91,50 @@ def config_from_dict(data: dict[str, Any]) -> Config:
 
     A file written before ``config_version`` 2 gets the private-browsing deny entries once.
     """
+    if not isinstance(data, dict):
+        raise ConfigError(f"invalid config: a JSON object is needed, not {type(data).__name__}")
     data = dict(data)
-    if int(data.get("config_version", 1) or 1) < 2 and "deny_apps" in data:
-        present = {p.lower() for p in data["deny_apps"]}
+    version = data.get("config_version", 1)
+    old = isinstance(version, int | float) and version < 2
+    if old and isinstance(data.get("deny_apps"), list | tuple):
+        present = {str(p).lower() for p in data["deny_apps"]}
         extra = [p for p in PRIVATE_BROWSING if p.lower() not in present]
         data["deny_apps"] = [*data["deny_apps"], *extra]
     data["config_version"] = CONFIG_VERSION
     try:
         return msgspec.convert(data, Config, strict=False)
     except msgspec.ValidationError as exc:
-        raise ConfigError(f"invalid config: {exc}") from None
+        raise ConfigError(f"invalid config: {_explained(str(exc), data)}") from None
+
+
+_RANGE = re.compile(r"Expected `\w+` (>=|<=|>|<) (\S+) - at `\$\.(\w+)`")
+_WORDS = {">=": "at least", "<=": "at most", ">": "more than", "<": "less than"}
+
+
+def _explained(message: str, data: dict[str, Any]) -> str:
+    """msgspec's "Expected `float` >= 0.2 - at `$.poll_seconds`", said for a person."""
+    m = _RANGE.fullmatch(message)
+    if m is None:
+        return message
+    op, bound, key = m.groups()
+    return f"{key} must be {_WORDS[op]} {float(bound):g}, not {data.get(key)!r}"
+
+
+def weakened(before: Config, after: Config) -> tuple[str, ...]:
+    """What ``after`` gives up of ``before``'s privacy, one line each (empty: nothing)."""
+    out = [
+        f"{label} turned off"
+        for key, label in (
+            ("redact", "redaction"),
+            ("encrypt_text", "text encryption"),
+            ("encrypt_thumbnails", "thumbnail encryption"),
+        )
+        if getattr(before, key) and not getattr(after, key)
+    ]
+    kept = {p.lower() for p in after.deny_apps}
+    gone = [p for p in before.deny_apps if p.lower() not in kept]
+    if gone:
+        out.append("taken off the deny list: " + ", ".join(gone))
+    if after.retention_days > before.retention_days:
+        out.append(f"retention {before.retention_days} → {after.retention_days} days")
+    return tuple(out)

@@ -9,6 +9,7 @@
     ├── StoreError                   the store on disk is unusable
     │   ├── CorruptionError          a segment or view whose bytes fail their checks
     │   ├── DecryptionError          a ciphertext that does not open (wrong key, tampered, moved)
+    │   ├── DiskFullError            the disk has no room for a write; nothing was lost
     │   └── LockedError              another process holds a lock this operation needs
     ├── KeyUnavailableError          the encryption key is missing, changed or unreachable
     └── CaptureError                 the platform cannot capture (no display, missing OCR)
@@ -16,6 +17,12 @@
 The CLI catches only ``BackscrollError`` and prints its message on one line; tracebacks are
 never shown with local variables, since locals hold screen text and keys.
 """
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
 
 
 class BackscrollError(Exception):
@@ -56,6 +63,30 @@ class DecryptionError(StoreError):
 
 class LockedError(StoreError):
     pass
+
+
+class DiskFullError(StoreError):
+    """A write found no room. Whatever it was writing was not acknowledged, so nothing that
+    was is lost; reading goes on."""
+
+    def __init__(self, path: os.PathLike[str] | str, doing: str = "write") -> None:
+        try:
+            free = f"{shutil.disk_usage(path).free:,} bytes free"
+        except OSError:
+            free = "free space unknown"
+        super().__init__(
+            f"the disk is full ({free} for {path}): could not {doing}; nothing stored was "
+            "lost; free some space (or `backscroll clear`) and run it again"
+        )
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """An out-of-space error, as the OS raises it or as Tantivy reports one (a ValueError
+    naming Rust's ``StorageFull``)."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    text = str(exc)
+    return isinstance(exc, ValueError) and ("StorageFull" in text or "No space left" in text)
 
 
 class KeyUnavailableError(BackscrollError):

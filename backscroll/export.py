@@ -60,11 +60,14 @@ def check_format(format: str) -> Format:
 
 def check_folder(out: Path) -> Path:
     """``out`` made absolute, when it is a new or an empty folder; else one clear line."""
-    out = out.expanduser().absolute()
-    if out.is_symlink() or (out.exists() and not out.is_dir()):
-        raise UsageError(f"export folder {out} is not a folder; give a new or empty folder")
-    if out.exists() and any(out.iterdir()):
-        raise UsageError(f"export folder {out} is not empty; give a new or empty folder")
+    try:
+        out = out.expanduser().absolute()
+        if out.is_symlink() or (out.exists() and not out.is_dir()):
+            raise UsageError(f"export folder {out} is not a folder; give a new or empty folder")
+        if out.exists() and any(out.iterdir()):
+            raise UsageError(f"export folder {out} is not empty; give a new or empty folder")
+    except (OSError, RuntimeError) as exc:  # a name too long, an unknown ~user
+        raise UsageError(f"export folder {str(out)!r} cannot be used: {exc}") from None
     return out
 
 
@@ -145,8 +148,10 @@ def select(
     query: str | None,
     limit: int | None,
 ) -> list[Hit]:
-    # Without a limit the store's frame count bounds everything there is to find.
-    bound = limit or max(1, store.state().totals().frames)
+    # The store's frame count bounds everything there is to find: an index is never asked
+    # for a top-N larger than that (Tantivy sizes its heap by N).
+    frames = max(1, store.state().totals().frames)
+    bound = min(limit, frames) if limit else frames
     if query:
         hits = store.search(query, start=start, end=end, app=app, limit=bound)
         return [hit for hit in hits if not hit.near_miss]

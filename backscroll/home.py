@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from backscroll.errors import DiskFullError, is_disk_full
+
 DEFAULT_HOME = Path("~/.backscroll")
 
 
@@ -41,11 +43,19 @@ def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so a crash leaves the old file or the new one, never half."""
     private_umask()
     tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if is_disk_full(exc):
+            raise DiskFullError(path.parent, f"write {path.name}") from None
+        raise
     fsync_dir(path.parent)

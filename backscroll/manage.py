@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+import math
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from backscroll.errors import UsageError
+from backscroll.errors import DiskFullError, UsageError, is_disk_full
+from backscroll.home import fsync_dir
 from backscroll.store import MemoryStore
 from capture.record import Seen, record_frame
 from eventlog.events import (
+    MAX_NAME,
+    MAX_TEXT,
+    MAX_TITLE,
     CapturePaused,
     CaptureResumed,
+    DamageDiscarded,
     Event,
+    FrameCaptured,
     FramesDeleted,
     KeyCreated,
     Origin,
@@ -39,37 +46,79 @@ def import_frames(
 ) -> ImportResult:
     """Append frames given as JSON Lines, in batches sharing one fsync.
 
-    A malformed line stops the import with its line number (nothing from it is appended);
-    with ``skip_bad`` it is reported and skipped.
+    Every line is checked before anything is appended: a malformed line stops the import
+    with its line number and nothing imported, so it can be fixed and run again without
+    duplicates; with ``skip_bad`` it is reported and skipped. A full disk stops it part way,
+    and the error says through which line the frames were imported.
     """
+    if isinstance(lines, list | tuple):
+        return _import(store, lines, skip_bad, progress)
+    seekable = getattr(lines, "seekable", None)
+    if seekable is not None and seekable():
+        return _import(store, _Rereadable(lines), skip_bad, progress)
+    # Standard input reads once: the lines are kept for the second reading in an unnamed
+    # file in the home, which leaves nothing behind (they are screen text).
+    import tempfile
+
+    with tempfile.TemporaryFile(
+        "w+", encoding="utf-8", errors="surrogateescape", dir=store.home
+    ) as spool:
+        try:
+            spool.writelines(lines)
+            spool.flush()
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise DiskFullError(store.home, "keep the import's lines to read") from None
+            raise
+        return _import(store, _Rereadable(spool), skip_bad, progress)
+
+
+def _import(
+    store: MemoryStore,
+    rows: Iterable[str],
+    skip_bad: bool,
+    progress: Callable[[int], None] | None,
+) -> ImportResult:
+    now = now_us()  # one clock reading: both passes agree on "a day in the future"
+    skipped: list[str] = []
+    bad: set[int] = set()
+    for number, line in enumerate(rows, 1):
+        if not line.strip():
+            continue
+        try:
+            parse_import_line(line, now)
+        except UsageError as exc:
+            if not skip_bad:
+                raise UsageError(f"line {number}: {exc}; nothing was imported") from None
+            skipped.append(f"line {number}: {exc}")
+            bad.add(number)
     config = store.config
     crypto = store_crypto(store, config.encrypt_text or config.encrypt_thumbnails)
-    skipped: list[str] = []
     pending: list[Seen] = []
-    imported = 0
+    imported = last = through = 0
 
     def flush() -> None:
-        nonlocal imported
-        with store.log.batch() as batch:
-            for seen in pending:
-                record_frame(batch, seen, config, crypto, store.home)
+        nonlocal imported, through
+        try:
+            with store.log.batch() as batch:
+                for seen in pending:
+                    record_frame(batch, seen, config, crypto, store.home)
+        except DiskFullError:
+            lines = f" (lines 1..{through})" if imported else ""
+            raise DiskFullError(
+                store.home, f"import on: {imported} frame(s) were imported{lines}"
+            ) from None
         imported += len(pending)
+        through = last
         pending.clear()
         if progress:
             progress(imported)
 
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
+    for number, line in enumerate(rows, 1):
+        if number in bad or not line.strip():
             continue
-        try:
-            pending.append(parse_import_line(line))
-        except UsageError as exc:
-            if not skip_bad:
-                if pending:
-                    flush()
-                raise UsageError(f"line {number}: {exc} (nothing appended from it)") from None
-            skipped.append(f"line {number}: {exc}")
-            continue
+        pending.append(parse_import_line(line, now))
+        last = number
         if len(pending) >= IMPORT_BATCH:
             flush()
     if pending:
@@ -78,7 +127,22 @@ def import_frames(
     return ImportResult(imported, skipped)
 
 
-def parse_import_line(line: str) -> Seen:
+class _Rereadable:
+    """A file read from its start each time it is iterated."""
+
+    def __init__(self, file: Any) -> None:
+        self.file = file
+
+    def __iter__(self) -> Iterator[str]:
+        self.file.seek(0)
+        return iter(self.file)
+
+
+def parse_import_line(line: str, now: int) -> Seen:
+    """One JSON Lines row, checked against what a ``FrameCaptured`` may hold before anything
+    is appended; the error names the field and the value."""
+    if _has_surrogate(line):  # bytes that were not UTF-8, kept by surrogateescape
+        raise UsageError("not UTF-8 text (a binary line?)")
     try:
         row = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -88,17 +152,26 @@ def parse_import_line(line: str) -> Seen:
     for key in ("ts", "app", "title", "text"):
         if key not in row:
             raise UsageError(f"missing '{key}'")
-    for key in ("app", "title", "text"):
-        if not isinstance(row[key], str):
-            raise UsageError(f"'{key}' must be a string")
+    limits = {"app": MAX_NAME, "title": MAX_TITLE, "text": MAX_TEXT}
+    for key, limit in limits.items():
+        value = row[key]
+        if not isinstance(value, str):
+            raise UsageError(f"'{key}' must be a string, not {_shown(value)}")
+        if len(value) > limit:
+            raise UsageError(f"'{key}' is {len(value):,} characters; at most {limit:,}")
+        if _has_surrogate(value):
+            raise UsageError(f"'{key}' holds a lone surrogate (\\ud800-\\udfff), not text")
     source = row.get("text_source", "ocr" if row["text"] else "none")
     if source not in TEXT_SOURCES:
         raise UsageError(f"'text_source' must be one of {', '.join(TEXT_SOURCES)}")
     jpeg = None
-    if row.get("image"):
-        jpeg = _jpeg_from(Path(row["image"]))
+    image = row.get("image")
+    if image is not None and image != "":
+        if not isinstance(image, str) or _has_surrogate(image) or "\0" in image:
+            raise UsageError(f"'image' must be a file path, not {_shown(image)}")
+        jpeg = _jpeg_from(Path(image))
     return Seen(
-        captured_us=_timestamp_us(row["ts"]),
+        captured_us=_timestamp_us(row["ts"], now),
         app=row["app"],
         title=row["title"],
         text=row["text"],
@@ -108,20 +181,45 @@ def parse_import_line(line: str) -> Seen:
     )
 
 
-def _timestamp_us(value: Any) -> int:
-    if isinstance(value, bool):
-        raise UsageError("'ts' must be ISO 8601 or epoch seconds")
-    if isinstance(value, int | float):
-        return int(value * 1_000_000)
+FUTURE_US = 86_400_000_000
+"""How far ahead of the clock a frame's time may be: a day (time zones, a skewed clock)."""
+
+
+def _timestamp_us(value: Any, now: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise UsageError(f"'ts' must be ISO 8601 or epoch seconds, not {_shown(value)}")
     if isinstance(value, str):
         try:
             when = datetime.fromisoformat(value)
         except ValueError:
-            raise UsageError(f"'ts' {value!r} is not ISO 8601 or epoch seconds") from None
+            raise UsageError(f"'ts' {_shown(value)} is not ISO 8601 or epoch seconds") from None
         if when.tzinfo is None:
             when = when.astimezone()
-        return int(when.timestamp() * 1_000_000)
-    raise UsageError("'ts' must be ISO 8601 or epoch seconds")
+        seconds = when.timestamp()
+    else:
+        seconds = float(value) if isinstance(value, int) and abs(value) < 2**62 else value
+    if not isinstance(seconds, float | int) or not math.isfinite(seconds):
+        raise UsageError(f"'ts' {_shown(value)} is not a time")
+    us = int(seconds * 1_000_000)
+    if us < 0:
+        raise UsageError(f"'ts' {_shown(value)} is before 1970")
+    if us > now + FUTURE_US:
+        raise UsageError(f"'ts' {_shown(value)} is more than a day in the future")
+    return us
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message: short, on one line."""
+    text = json.dumps(value, ensure_ascii=True) if not isinstance(value, float) else repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _jpeg_from(path: Path) -> bytes:
@@ -171,18 +269,26 @@ def resume(store: MemoryStore, origin: Origin = "cli") -> None:
 def pause_until(duration: str | None, now: datetime | None = None) -> datetime | None:
     """``30m``/``2h`` from now; None pauses until resumed. Only durations are accepted: a
     period such as ``yesterday`` is not a length of time."""
-    if not duration:
+    if duration is None:
         return None
+    if not duration.strip():
+        raise UsageError("an empty pause duration: write e.g. 30m or 2h, or omit it")
     from query.phrases import parse_when
 
     now = now or datetime.now(UTC).astimezone()
     start, end = parse_when(duration, now=now)
     if end != now or end <= start:
         raise UsageError(f"'{duration}' is not a duration (write e.g. 30m or 2h)")
-    return now + (end - start)
+    try:
+        return now + (end - start)
+    except OverflowError:
+        raise UsageError(f"'{duration}' is longer than the calendar goes") from None
 
 
 def deny(store: MemoryStore, add: str | None, remove: str | None, origin: Origin = "cli") -> None:
+    for name, value in (("add", add), ("remove", remove)):
+        if value is not None and not value.strip():
+            raise UsageError(f"deny {name}: the pattern is empty (it would match every window)")
     patterns = list(store.config.deny_apps)
     if add and add.lower() not in {p.lower() for p in patterns}:
         patterns.append(add)
@@ -204,18 +310,62 @@ def delete(
     origin: Origin = "cli",
     wait: Callable[[], None] | None = None,
 ) -> int:
-    """Append a tombstone and return once its purge is complete; returns frames removed."""
+    """Append a tombstone and return once its purge is complete; returns frames removed.
+
+    No scope at all means every frame; an empty scope (``app=""``) is refused, never taken
+    for "everything".
+    """
+    check_scope(start, end, app)
     request = FramesDeleted(
         ts_us=now_us(),
         upto_id=store.log.next_offset() - 1,
         ids=ids,
         since_us=_us(start),
         until_us=_us(end),
-        app=app or None,
+        app=app,
         origin=origin,
     )
     offset = store.log.append(request)
     return wait_for_completion(store, offset, wait)
+
+
+def check_scope(start: datetime | None, end: datetime | None, app: str | None) -> None:
+    """A deletion's scope as given: an empty one is refused, never taken for everything."""
+    if app is not None and not app.strip():
+        raise UsageError("an empty app scope would match every frame: name the app, or omit it")
+    if start is not None and end is not None and end <= start:
+        raise UsageError("the scope ends before it starts")
+    for name, bound in (("since", start), ("until", end)):
+        if bound is not None and bound.timestamp() < 0:
+            raise UsageError(f"{name}: {bound:%Y-%m-%d} is before 1970, when capture times begin")
+
+
+class Discarded(NamedTuple):
+    files: int
+    events: int
+
+
+def discard_damaged(store: MemoryStore, origin: Origin = "cli") -> Discarded:
+    """The person's decision on damage: rewrite every segment that holds unreadable bytes or
+    events that do not decode without them, delete the copies kept aside, and record it."""
+    compacted = store.log.compact(lambda _, event: event, repair=True)
+    files = store.log.kept_aside()
+    for path in files:
+        path.unlink()
+    for folder in {path.parent for path in files}:
+        fsync_dir(folder)
+    state = store.state()
+    if files or compacted.undecodable or state.damage or state.unapplied:
+        store.append(
+            DamageDiscarded(
+                ts_us=now_us(),
+                upto_id=store.log.next_offset() - 1,
+                files=len(files),
+                events=compacted.undecodable,
+                origin=origin,
+            )
+        )
+    return Discarded(len(files), compacted.undecodable)
 
 
 def rebuild_views(store: MemoryStore, progress: Callable[[int, int], None] | None = None) -> None:
@@ -249,6 +399,11 @@ def audit(
 
     types = {code for cls, code in TYPE_CODES.items() if code != FRAME_TYPE}
     if kinds:
+        known = {str(cls.__struct_config__.tag) for cls in TYPE_CODES if cls is not FrameCaptured}
+        unknown = sorted(kinds - known)
+        if unknown:
+            names = ", ".join(map(repr, unknown))
+            raise UsageError(f"unknown event kind {names}: use {', '.join(sorted(known))}")
         types = {TYPE_CODES[cls] for cls in TYPE_CODES if cls.__struct_config__.tag in kinds}
     floor = _us(since) or 0
     out = [(o, e) for o, e in store.log.read(types=types) if e.ts_us >= floor]

@@ -134,8 +134,33 @@ def collect(store: MemoryStore) -> dict[str, Any]:
         "pause_hotkey": config.pause_hotkey,
         "search": "tantivy",
         "views_lag": store.lag,
+        "views_behind_why": store.behind_why,
         "config_problem": store.config_problem,
+        "config_weakened": _weakened(state.weakened),
+        "damage": [_damage(d) for d in state.damage],
+        "skipped_events": [f"#{u.offset}: {u.why}" for u in state.unapplied],
     }
+
+
+def _weakened(weakened: Any) -> str | None:
+    if weakened is None:
+        return None
+    by = "a hand edit of config.json" if weakened.origin == "file" else f"{weakened.origin}"
+    return f"{by} at {_iso(weakened.ts_us)} weakened privacy: {'; '.join(weakened.what)}"
+
+
+def _damage(damage: Any) -> str:
+    held = (
+        f"offsets {damage.first_offset}..{damage.last_offset}"
+        if damage.last_offset >= damage.first_offset
+        else "no offsets"
+    )
+    if not damage.aside:
+        return f"{held} lost: their segment was deleted or cut short"
+    return (
+        f"{damage.length:,} unreadable bytes of {damage.segment} ({held}) kept aside as "
+        f"log/{damage.aside}"
+    )
 
 
 def capture_state(pause: Any, now: int) -> str:
@@ -188,7 +213,7 @@ def render(info: dict[str, Any]) -> str:
     lines += [
         f"  deny list: {', '.join(info['deny_apps'])}",
         f"  hotkey:    {info['pause_hotkey'] or 'off'}{_hotkey_note(d)}",
-        f"  search:    Tantivy{_lag(info['views_lag'])}",
+        f"  search:    Tantivy{_lag(info['views_lag'], info['views_behind_why'])}",
     ]
     if not info["encryption_available"]:
         lines.append(
@@ -196,6 +221,17 @@ def render(info: dict[str, Any]) -> str:
         )
     if info["config_problem"]:
         lines.append(f"  config:    {info['config_problem']}")
+    if info["config_weakened"]:
+        lines.append(f"  config:    {info['config_weakened']}")
+    for damage in info["damage"]:
+        lines.append(f"  damage:    {damage}")
+    for skipped in info["skipped_events"]:
+        lines.append(f"  skipped:   event {skipped}")
+    if info["damage"] or info["skipped_events"]:
+        lines.append(
+            "             (`backscroll verify` has the details; `backscroll clear --damaged` "
+            "removes them)"
+        )
     return "\n".join(lines)
 
 
@@ -204,8 +240,8 @@ def _hotkey_note(daemon: dict[str, Any]) -> str:
     return f" (not active: {note})" if note else ""
 
 
-def _lag(lag: int) -> str:
-    return f" (views {lag:,} events behind the log)" if lag else ""
+def _lag(lag: int, why: str = "") -> str:
+    return f" (views {lag:,} events behind the log{': ' + why if why else ''})" if lag else ""
 
 
 def _iso(us: int | None) -> str | None:

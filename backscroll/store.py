@@ -14,8 +14,14 @@ from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from backscroll.config import Config, config_from_dict
-from backscroll.errors import BackscrollError, ConfigError, LockedError
+from backscroll.config import Config, config_from_dict, weakened
+from backscroll.errors import (
+    BackscrollError,
+    ConfigError,
+    DiskFullError,
+    LockedError,
+    is_disk_full,
+)
 from backscroll.home import ensure_dir, private_umask, resolve_home, write_atomic
 from eventlog.events import ConfigChanged, Event, Origin
 from eventlog.log import Log
@@ -44,6 +50,8 @@ class MemoryStore:
         self.log = Log(self.layout.log)
         self.views = ViewReader(self.home)
         self.lag = 0
+        self.behind_why = ""
+        """Why the views trail the log by ``lag`` events (a daemon catching up, a full disk)."""
         self._take_config_edit()
         if catch_up:
             self.refresh()
@@ -70,11 +78,21 @@ class MemoryStore:
                 projector.catch_up(progress)
                 self.lag = 0
         except LockedError:
-            state = self.views.state()
-            if self.log.mark() == state.log_mark:
-                self.lag = 0
-            else:
-                self.lag = max(0, self.log.next_offset() - 1 - state.position)
+            self._read_as_they_are("the daemon is catching up")
+        except (DiskFullError, OSError, ValueError) as exc:
+            # Reading never waits on writing: with no room to catch the views up, serve what
+            # they hold and say how far behind they are.
+            if not is_disk_full(exc) and not isinstance(exc, DiskFullError):
+                raise
+            self._read_as_they_are("the disk is full: they catch up once there is room")
+
+    def _read_as_they_are(self, why: str) -> None:
+        state = self.views.state()
+        if self.log.mark() == state.log_mark:
+            self.lag = 0
+        else:
+            self.lag = max(0, self.log.next_offset() - 1 - state.position)
+        self.behind_why = why if self.lag else ""
 
     def state(self) -> State:
         return self.views.state()
@@ -168,8 +186,16 @@ class MemoryStore:
 
     def set_config(self, origin: Origin = "cli", **changes: Any) -> Config:
         """Validate and record a config change; nothing changes when a value is invalid."""
-        config = self.config.replace(**changes)
-        self.append(ConfigChanged(ts_us=now_us(), config=config.to_dict(), origin=origin))
+        before = self.config
+        config = before.replace(**changes)
+        self.append(
+            ConfigChanged(
+                ts_us=now_us(),
+                config=config.to_dict(),
+                origin=origin,
+                weakened=weakened(before, config),
+            )
+        )
         self.write_config_file(config)
         return config
 
@@ -194,14 +220,29 @@ class MemoryStore:
         if hashlib.sha256(data).hexdigest() == known:
             return
         try:
-            config = config_from_dict(json.loads(data))
+            edit = json.loads(data)
+            if edit == {}:
+                raise ConfigError("it holds no settings")
+            config = config_from_dict(edit)
         except (ValueError, ConfigError) as exc:
-            self.config_problem = f"config.json edit refused ({exc}); the previous config stays"
+            reason = str(exc).removeprefix("invalid config: ")
+            self.config_problem = f"config.json edit refused ({reason}); the previous config stays"
             return
-        if config != self.config:
-            # (Equal: our own rewrite seen before its hash was written, or a reformatting.)
-            self.log.append(ConfigChanged(ts_us=now_us(), config=config.to_dict(), origin="file"))
-        write_atomic(self.home / CONFIG_HASH, hashlib.sha256(data).hexdigest().encode())
+        before = self.config
+        try:
+            if config != before:
+                # (Equal: our own rewrite seen before its hash was written, or a reformatting.)
+                self.log.append(
+                    ConfigChanged(
+                        ts_us=now_us(),
+                        config=config.to_dict(),
+                        origin="file",
+                        weakened=weakened(before, config),
+                    )
+                )
+            write_atomic(self.home / CONFIG_HASH, hashlib.sha256(data).hexdigest().encode())
+        except DiskFullError as exc:
+            self.config_problem = f"config.json edit not taken in yet: {exc}"
 
     def why_empty(
         self, start: datetime | None, end: datetime | None, app: str | None

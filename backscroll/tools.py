@@ -7,7 +7,10 @@ deletion, export), with the spec's parameters.
 
 Every failure the caller can fix (a bad phrase, an unknown id, a missing scope) comes back
 as a ``ToolResult`` with ``is_error=True`` and one line of ``output``, never as an exception.
-Store work is blocking, so it runs in a worker thread.
+Arguments are checked before the store is opened, and a refusal names the argument and why:
+an id or limit out of its range, a blank string (a blank scope is a mistake, never "all"),
+a number that is not finite, text that is not valid Unicode. Store work is blocking, so it
+runs in a worker thread.
 
 ``export`` writes decrypted history to disk, so it runs only when the caller's context
 approves it: ``ctx.approve(action, detail)`` returning (or resolving to) ``True``. Without
@@ -18,7 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 import os
+import re
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
@@ -32,7 +37,10 @@ T = TypeVar("T")
 
 ReadAction = Literal["search", "show", "timeline", "status"]
 ManageAction = Literal["pause", "resume", "deny", "config", "delete", "export"]
-MAX_LIMIT = 1000
+MAX_LIMIT = 1000  # search results, as `backscroll search --limit`
+MAX_TIMELINE_LIMIT = 10_000  # timeline frames, as `backscroll timeline --limit`
+# A frame id is its log offset, a signed 64-bit integer on disk (eventlog's ``Offset``).
+MAX_FRAME_ID = 2**63 - 1
 
 
 class Approver(Protocol):
@@ -55,7 +63,21 @@ class ToolResult(msgspec.Struct, kw_only=True):
 
 
 def error(message: str, **metadata: Any) -> ToolResult:
+    """A refusal: ``message`` made one line, as every error is (see ``one_line``)."""
+    message = one_line(message)
     return ToolResult(output=message, metadata={"error": message, **metadata}, is_error=True)
+
+
+# What ``str.splitlines`` breaks on, the other control characters, and lone surrogates (which
+# cannot be written as UTF-8, so a JSON-RPC reply quoting one would fail to encode).
+_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks, control characters and lone surrogates written as Python
+    escapes (``\\n``, ``\\x00``, ``\\ud800``): a message that quotes the caller's input stays
+    one line whatever the input held."""
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 class _Tool:
@@ -97,6 +119,7 @@ class MemoryTool(_Tool):
         if handler is None:
             return error(f"unknown action {params.action!r}: use search, show, timeline or status")
         try:
+            check_read(params)
             return await self._run(lambda: handler(params))
         except BackscrollError as exc:
             return error(str(exc), action=params.action)
@@ -105,12 +128,11 @@ class MemoryTool(_Tool):
         from query.format import search_text
         from query.phrases import resolve_window
 
-        if not p.query or not p.query.strip():
+        if p.query is None:
             raise UsageError("search needs a query")
-        limit = _limit(p.limit)
         start, end = resolve_window(p.since, p.until)
         with self._store() as store:
-            hits = store.search(p.query, start=start, end=end, app=p.app, limit=limit)
+            hits = store.search(p.query, start=start, end=end, app=p.app, limit=p.limit)
             exact = bool(hits) and not hits[0].near_miss
             why = None if exact else store.why_empty(start, end, p.app)
         meta = _scope(start, end, p.app) | {
@@ -138,10 +160,9 @@ class MemoryTool(_Tool):
         from query.format import group_hits, timeline_text
         from query.phrases import resolve_window
 
-        limit = _limit(p.limit)
         start, end = resolve_window(p.since, p.until)
         with self._store() as store:
-            hits = store.timeline(start=start, end=end, app=p.app, limit=limit)
+            hits = store.timeline(start=start, end=end, app=p.app, limit=p.limit)
             why = None if hits else store.why_empty(start, end, p.app)
         meta = _scope(start, end, p.app) | {
             "action": "timeline",
@@ -171,8 +192,8 @@ class MemoryManageTool(_Tool):
         deny_add: str | None = None
         deny_remove: str | None = None
         interval_seconds: float | None = None
-        storage_cap_mb: float | None = None
-        retention_days: float | None = None
+        storage_cap_mb: int | None = None  # whole numbers, as the config holds them
+        retention_days: int | None = None
         trigger: Literal["events", "interval"] | None = None
         redact: bool | None = None
         encrypt_text: bool | None = None
@@ -195,6 +216,7 @@ class MemoryManageTool(_Tool):
             "delete": self._delete,
         }
         try:
+            check_manage(params)
             if params.action == "export":
                 return await self._export(ctx, params)
             handler = handlers.get(params.action)
@@ -318,10 +340,9 @@ def check_export(p: MemoryManageTool.Params) -> Path:
     from backscroll.export import check_folder, check_format, default_folder
     from query.phrases import resolve_window
 
+    check_manage(p)
     check_format(p.format)
     resolve_window(p.since, p.until)
-    if p.query is not None and not p.query.strip():
-        raise UsageError("export query is empty")
     return check_folder(Path(p.path) if p.path else default_folder())
 
 
@@ -338,7 +359,8 @@ def describe_export(p: MemoryManageTool.Params) -> str:
         parts.append(f"app~'{p.app}'")
     where = p.path or "a new folder in ~/Downloads"
     images = " with thumbnails" if p.thumbnails else ""
-    return f"write a decrypted copy of {' '.join(parts)} as {p.format}{images} to {where}"
+    # One line: a path or scope holding a line break must not add lines to the prompt.
+    return one_line(f"write a decrypted copy of {' '.join(parts)} as {p.format}{images} to {where}")
 
 
 async def ask_approval(ctx: object, action: str, detail: str) -> bool:
@@ -381,10 +403,64 @@ def _scope(start: datetime | None, end: datetime | None, app: str | None) -> dic
     }
 
 
-def _limit(limit: int) -> int:
-    if not 1 <= limit <= MAX_LIMIT:
-        raise UsageError(f"limit must be 1..{MAX_LIMIT}, not {limit}")
-    return limit
+def check_read(p: MemoryTool.Params) -> None:
+    """Refuse, naming the argument, what no read can use. Every given string is checked,
+    whatever the action, since a blank or broken one is the caller's mistake either way."""
+    _check_texts(p, ("query", "since", "until", "app"))
+    if p.action == "show" and p.id is not None:
+        _check_range("id", p.id, 0, MAX_FRAME_ID, "a frame id")
+    most = {"search": MAX_LIMIT, "timeline": MAX_TIMELINE_LIMIT}.get(p.action)
+    if most is not None:
+        _check_range("limit", p.limit, 1, most, "a number of results")
+
+
+def check_manage(p: MemoryManageTool.Params) -> None:
+    """Refuse, naming the argument, a blank string or a number that is not finite (a float
+    can reach an int field from a host that skips the types). Ranges of config values are
+    the config's own rules (``Config``), checked when it changes."""
+    texts = ("duration", "deny_add", "deny_remove", "since", "until", "app", "path", "query")
+    _check_texts(p, texts)
+    for name in ("interval_seconds", "storage_cap_mb", "retention_days"):
+        value = getattr(p, name)
+        if value is not None and not _finite(value):
+            raise UsageError(f"{name}: must be a finite number, not {shown_number(value)}")
+    if p.path is not None and "\x00" in p.path:
+        raise UsageError("path: must not hold a NUL character (no folder name can)")
+
+
+def _finite(value: float) -> bool:
+    return isinstance(value, int) or math.isfinite(value)  # an int may be too big for a float
+
+
+def _check_texts(p: msgspec.Struct, names: tuple[str, ...]) -> None:
+    """Each named string, when given, holds something and is valid Unicode. A blank scope
+    (``app=""``) would otherwise read as no scope at all: everything."""
+    for name in names:
+        value = getattr(p, name)
+        if value is None:
+            continue
+        if not value.strip():
+            raise UsageError(f"{name}: must not be empty or blank")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            where = f"U+{ord(value[exc.start]):04X} at position {exc.start}"
+            raise UsageError(
+                f"{name}: must be valid Unicode, not a lone surrogate ({where})"
+            ) from None
+
+
+def _check_range(name: str, value: int, lo: int, hi: int, what: str) -> None:
+    if not lo <= value <= hi:
+        raise UsageError(f"{name}: must be {what} from {lo} to {hi}, not {shown_number(value)}")
+
+
+def shown_number(value: float) -> str:
+    """``value`` for a message, unless it is an int too long to read (or for ``str`` to
+    convert: Python refuses ints of more than 4,300 digits)."""
+    if not isinstance(value, int) or abs(value) < 10**20:
+        return str(value)
+    return f"a {'negative ' if value < 0 else ''}number of more than 20 digits"
 
 
 def _shown(value: Any) -> str:

@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from backscroll.config import Config
-from backscroll.errors import BackscrollError, CaptureError, KeyUnavailableError, LockedError
+from backscroll.errors import (
+    BackscrollError,
+    CaptureError,
+    DiskFullError,
+    KeyUnavailableError,
+    LockedError,
+)
 from backscroll.reindex import execute_pending as execute_reindexes
 from backscroll.store import CONFIG_FILE, MemoryStore
 from capture.heartbeat import Heartbeat
@@ -226,6 +232,10 @@ class Daemon:
                     self._set_problem(f"cannot write the store: {exc.strerror}")
                 self.trigger.failed(reason)
                 self.outcome = "error"
+            except DiskFullError:
+                self._set_problem("disk full")
+                self.trigger.failed(reason)
+                self.outcome = "error"
             except KeyUnavailableError as exc:
                 self._set_problem(str(exc))
                 self.trigger.failed(reason)
@@ -340,6 +350,9 @@ class Daemon:
                             next_housekeeping = time.monotonic() + HOUSEKEEPING_SECONDS
 
                     projector.follow(self.stop_event, idle, also=[self.home / CONFIG_FILE])
+            except LockedError:  # a command is catching the views up itself: for a moment
+                log.info("the views are held by another process; retrying")
+                self.stop_event.wait(RETRY_SECONDS)
             except Exception:  # the views can always be rebuilt: never let them stop capture
                 log.exception("projector failed; retrying")
                 self.stop_event.wait(RETRY_SECONDS)

@@ -32,6 +32,12 @@ def encode(event: Event) -> bytes:
     return _encoder.encode(event)
 
 
+def check(payload: bytes) -> None:
+    """Raise ``msgspec.ValidationError`` unless ``payload`` decodes under the current types,
+    with every constraint they declare: what an append is about to write."""
+    _decoder.decode(payload)
+
+
 def decode(payload: bytes | memoryview) -> Event:
     """Decode a record's payload into the current version of its event."""
     try:

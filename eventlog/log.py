@@ -21,10 +21,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
-from backscroll.errors import StoreError
+import msgspec
+
+from backscroll.errors import DiskFullError, StoreError, UsageError, is_disk_full
 from backscroll.home import ensure_dir
 from eventlog import codec
-from eventlog.events import FRAME_TYPE, Event, FrameCaptured
+from eventlog.events import (
+    FRAME_TYPE,
+    TYPE_CODES,
+    DamageDiscarded,
+    DamageFound,
+    Event,
+    FrameCaptured,
+)
 from eventlog.format import (
     HEADER,
     KIND_ACTIVE,
@@ -55,7 +64,14 @@ log = logging.getLogger(__name__)
 
 LOCK_NAME = "LOCK"
 MANIFEST_NAME = "COMPACT"
+NEXT_NAME = "NEXT"
+"""The next offset an append hands out, written after each append: segments that vanish
+behind the log's back (deleted by hand) are noticed, and their offsets never handed out
+again."""
+DAMAGED_DIR = "damaged"
+DAMAGED_SUFFIX = ".damaged"
 NEW_SUFFIX = ".new"
+DAMAGE_TYPES = {TYPE_CODES[DamageFound], TYPE_CODES[DamageDiscarded]}
 WATCH_TIMEOUT_MS = 250
 
 Transform = Callable[[int, Event], Event | None]
@@ -72,6 +88,8 @@ class Compacted(NamedTuple):
     dropped: list[tuple[int, Event]]
     rewritten: int
     removed: int
+    undecodable: int = 0
+    """Records that did not decode, removed by a ``repair``."""
 
 
 class _Tail(NamedTuple):
@@ -122,9 +140,11 @@ class _ActiveIndex:
     def next_offset(self) -> int:
         return self.offsets[-1] + 1 if self.offsets else self.base
 
-    def records(self, start: int) -> Iterator[Record]:
+    def records(self, start: int, problems: list[Problem] | None = None) -> Iterator[Record]:
         """Records with offsets >= ``start``: the file is opened now (a replaced or missing one
-        raises FileNotFoundError here), and read a piece at a time as they are consumed."""
+        raises FileNotFoundError here), and read a piece at a time as they are consumed; what
+        fails its check as it is read goes into ``problems`` (bytes can change in place,
+        behind the index)."""
         i = bisect.bisect_left(self.offsets, start)
         if i == len(self.offsets):
             return iter(())
@@ -132,12 +152,24 @@ class _ActiveIndex:
         if os.fstat(f.fileno()).st_ino != self.inode:
             f.close()
             raise FileNotFoundError(self.path)
-        return self._stream(f, self.positions[i], self.end, start)
+        return self._stream(f, self.positions[i], self.end, start, problems)
 
-    def _stream(self, f: BinaryIO, pos: int, end: int, start: int) -> Iterator[Record]:
+    def _stream(
+        self, f: BinaryIO, pos: int, end: int, start: int, problems: list[Problem] | None
+    ) -> Iterator[Record]:
+        after = start - 1
         with f:
             for scan in scan_file(f, pos, end, self.path.name, start - 1):
+                if problems is not None:
+                    problems.extend(scan.problems)
+                    if scan.torn and scan.end < end:
+                        # Bytes that changed in place behind the index (it saw valid records
+                        # there): damage, not an append in progress.
+                        size = end - scan.end
+                        message = f"unreadable tail ({size} bytes)"
+                        problems.append(Problem(self.path.name, scan.end, after + 1, message, size))
                 for _, record in scan.records:
+                    after = record.offset
                     yield record
 
 
@@ -149,10 +181,19 @@ class Batch:
         self.parts: list[bytes] = []
 
     def append(self, event: Event) -> int:
+        """Raises ``UsageError`` (nothing appended) for an event that does not decode under
+        the current types: one the views could not project is never written."""
         offset = self.next_offset
         if isinstance(event, FrameCaptured) and event.frame_id != offset:
             raise ValueError(f"frame id {event.frame_id} is not its offset {offset}")
-        payload = codec.encode(event)
+        tag = event.__struct_config__.tag
+        try:
+            payload = codec.encode(event)
+            codec.check(payload)
+        except UnicodeEncodeError as exc:
+            raise UsageError(f"{tag} event refused: a string holds {exc.reason}") from None
+        except msgspec.ValidationError as exc:
+            raise UsageError(f"{tag} event refused: {exc}") from None
         self.parts += (record_header(codec.type_code(event), offset, payload), payload)
         self.next_offset += 1
         return offset
@@ -169,6 +210,8 @@ class Log:
         self._lock_fd: int | None = None
         self._tail: _Tail | None = None
         self._index: _ActiveIndex | None = None
+        self._notes: list[Event] = []
+        """Damage found by the lock holder's repairs, appended first by the next batch."""
 
     # -- reading (never locks) -------------------------------------------------------------
 
@@ -209,10 +252,17 @@ class Log:
                         yield record
 
     def read(
-        self, start: int = 0, types: Collection[int] | None = None
+        self,
+        start: int = 0,
+        types: Collection[int] | None = None,
+        problems: list[Problem] | None = None,
     ) -> Iterator[tuple[int, Event]]:
-        for record in self.records(start, types):
-            yield record.offset, codec.decode(record.payload)
+        """Decoded events; one that does not decode under the current types (an older
+        version's bug, a hand-made segment) is skipped and named in ``problems``."""
+        for record in self.records(start, types, problems):
+            event = decode_or_report(record, problems)
+            if event is not None:
+                yield record.offset, event
 
     def _segment_records(
         self, segment: Segment, start: int, problems: list[Problem] | None
@@ -222,9 +272,15 @@ class Log:
         if segment.sealed:
             return read_sealed(segment.path, start, problems)
         index = self.active_index(segment.path)
-        if problems is not None:
-            problems.extend(index.problems)
-        return index.records(start)
+        if problems is not None and index.torn and self._lock_fd is not None:
+            # Under the lock no append is in progress: bytes past the valid records are
+            # damage (changed in place since they were appended), for a rewrite to keep.
+            size = index.size - index.end
+            message = f"unreadable tail ({size} bytes)"
+            problems.append(
+                Problem(segment.path.name, index.end, index.next_offset(), message, size)
+            )
+        return index.records(start, problems)
 
     def active_index(self, path: Path) -> _ActiveIndex:
         """The (cached, refreshed) index of the active segment at ``path``."""
@@ -278,10 +334,27 @@ class Log:
         ``batch.next_offset`` is the id the next event will get, known before it is built
         (thumbnails and encryption bind to it). An exception inside discards the batch.
         """
+        try:
+            with self._batch() as batch:
+                yield batch
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise DiskFullError(self.path, "append to the event log") from None
+            raise
+
+    @contextlib.contextmanager
+    def _batch(self) -> Iterator[Batch]:
         with self.locked():
             tail = self._writable_tail()
             batch = Batch(tail.next_offset)
-            yield batch
+            notes, self._notes = self._notes, []
+            for note in notes:  # what the repairs found goes in first, with the batch
+                batch.append(note)
+            try:
+                yield batch
+            except BaseException:
+                self._notes = notes + self._notes
+                raise
             if not batch.parts:
                 return
             data = b"".join(batch.parts)
@@ -294,10 +367,29 @@ class Log:
                 # Leave no half batch behind: the next lock holder would see a torn tail.
                 with contextlib.suppress(OSError):
                     f.truncate(tail.size)
+                self._notes = notes + self._notes
                 raise
             finally:
                 f.close()
             self._tail = tail._replace(size=tail.size + len(data), next_offset=batch.next_offset)
+            self._write_next(batch.next_offset)
+
+    def _write_next(self, offset: int) -> None:
+        """Not fsynced: after a power cut it may be older than the segments, never newer (it
+        is written after their fsync), and the larger of the two wins."""
+        with contextlib.suppress(OSError):
+            f = self.fs.create(self.path / NEXT_NAME)
+            try:
+                f.write(offset.to_bytes(8, "little"))
+            finally:
+                f.close()
+
+    def _read_next(self) -> int:
+        try:
+            data = (self.path / NEXT_NAME).read_bytes()
+        except OSError:
+            return 0
+        return int.from_bytes(data, "little") if len(data) == 8 else 0
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
@@ -332,6 +424,31 @@ class Log:
 
     def _current_tail(self) -> _Tail:
         """The active segment's state, re-scanned only when another process changed it."""
+        tail = self._scan_tail()
+        handed_out = self._read_next()
+        if handed_out > tail.next_offset and not any(
+            isinstance(n, DamageFound) and n.first_offset == tail.next_offset for n in self._notes
+        ):
+            # Offsets up to here were handed out but no segment holds them any more: a
+            # segment was deleted behind the log's back. Say so; never hand them out again.
+            self._notes.append(
+                DamageFound(
+                    ts_us=now_us(),
+                    segment="",
+                    first_offset=tail.next_offset,
+                    last_offset=handed_out - 1,
+                    rewrite="recovery",
+                )
+            )
+            log.warning(
+                "event log: offsets %d..%d are missing (a segment was deleted?)",
+                tail.next_offset,
+                handed_out - 1,
+            )
+            tail = self._tail = tail._replace(next_offset=handed_out)
+        return tail
+
+    def _scan_tail(self) -> _Tail:
         segments = self.segments()
         if not segments or segments[-1].sealed:
             end = _sealed_header(segments[-1].path).end_offset if segments else 0
@@ -354,7 +471,7 @@ class Log:
         if len(head) < HEADER.size:
             # A short file is a crash while its header was written: all of it is torn.
             self._keep_torn_tail(path, head, 0)
-            return self._current_tail()
+            return self._scan_tail()
         index = self.active_index(path)
         for problem in index.problems:
             log.warning("event log: %s", problem)
@@ -363,11 +480,24 @@ class Log:
             with open(path, "rb") as f:
                 f.seek(index.end)
                 torn = f.read()
-            self._keep_torn_tail(path, torn, index.end)
+            aside = self._keep_torn_tail(path, torn, index.end)
             if _whole_record(torn):
                 # A complete record that fails its check was written whole, so its append
                 # may have returned before it was damaged: never hand its offset out again
-                # (offsets may have gaps; they must never repeat). A cut-off append is short.
+                # (offsets may have gaps; they must never repeat), and report it as damage
+                # until the person discards it. A cut-off append is short: never acknowledged.
+                self._notes.append(
+                    DamageFound(
+                        ts_us=now_us(),
+                        segment=path.name,
+                        position=index.end,
+                        length=len(torn),
+                        first_offset=next_offset,
+                        last_offset=next_offset,
+                        aside=aside.name,
+                        rewrite="recovery",
+                    )
+                )
                 next_offset += 1
         try:
             created = unpack_header(head).created_us
@@ -377,7 +507,7 @@ class Log:
         self._tail = _Tail(path, path.stat().st_ino, size, next_offset, created)
         return self._tail
 
-    def _keep_torn_tail(self, path: Path, torn: bytes, end: int) -> None:
+    def _keep_torn_tail(self, path: Path, torn: bytes, end: int) -> Path:
         """Copy the torn bytes aside, then truncate: recovery never silently drops bytes.
 
         ``end`` is where the valid records end (0 when even the header is incomplete).
@@ -407,14 +537,66 @@ class Log:
             path.name,
             aside.name,
         )
+        return aside
 
     def _seal(self, tail: _Tail) -> None:
         assert tail.path is not None
         base = _base_of(tail.path)
-        records = list(self._segment_records(Segment(base, False, tail.path), base, None))
+        segment = Segment(base, False, tail.path)
+        problems: list[Problem] = []
+        records = list(self._segment_records(segment, base, problems))
+        self._keep_aside(segment, problems, records, tail.next_offset, "sealing")
         header = Header(KIND_ACTIVE, base, tail.created_us, end_offset=tail.next_offset)
         self._swap({segment_name(base, True): encode_sealed(header, records)}, [tail.path.name])
         self._tail = None
+
+    def _keep_aside(
+        self,
+        segment: Segment,
+        problems: list[Problem],
+        records: list[Record],
+        end_offset: int,
+        rewrite: str,
+    ) -> None:
+        """Before a rewrite replaces ``segment`` with its readable ``records``: no rewrite
+        makes damage disappear, so every unreadable range is copied aside byte for byte (and
+        fsynced), and a ``DamageFound`` for it goes into the next batch."""
+        ranges = [p for p in problems if p.length]
+        if not ranges:
+            return
+        folder = ensure_dir(self.path / DAMAGED_DIR)
+        with open(segment.path, "rb") as f:
+            for problem in ranges:
+                f.seek(problem.position)
+                data = f.read(problem.length)
+                name = f"{segment.path.name}.{problem.position}{DAMAGED_SUFFIX}"
+                write_file(self.fs, folder / name, data)
+                first = problem.offset if problem.offset is not None else segment.base
+                later = bisect.bisect_left([r.offset for r in records], first)
+                last = (records[later].offset if later < len(records) else end_offset) - 1
+                self._notes.append(
+                    DamageFound(
+                        ts_us=now_us(),
+                        segment=segment.path.name,
+                        position=problem.position,
+                        length=len(data),
+                        first_offset=first,
+                        last_offset=max(last, first - 1),
+                        aside=f"{DAMAGED_DIR}/{name}",
+                        rewrite=rewrite,
+                    )
+                )
+                log.warning("event log: %s; kept aside as %s/%s", problem, DAMAGED_DIR, name)
+        # The copies must be durable before the rewrite that leaves the bytes out commits.
+        self.fs.fsync_dir(folder)
+        self.fs.fsync_dir(self.path)
+
+    def damaged(self) -> list[Path]:
+        """The copies of unreadable ranges kept aside, oldest first."""
+        folder = self.path / DAMAGED_DIR
+        if not folder.is_dir():
+            return []
+        return sorted(folder.iterdir())
 
     # -- compaction ------------------------------------------------------------------------
 
@@ -422,25 +604,62 @@ class Log:
         self,
         transform: Transform,
         select: Callable[[Segment, Header | None], bool] | None = None,
+        *,
+        repair: bool = False,
     ) -> Compacted:
         """Rewrite segments through ``transform``, keeping every offset; crash-safe.
 
         ``select`` picks segments (given the sealed header, or None for the active one).
         The active segment, once changed, is sealed; the next append starts a new one.
+        Records that do not decode pass through as they are, and a rewritten segment's
+        unreadable bytes are kept aside; with ``repair``, segments holding either are
+        rewritten without them (the person's ``clear --damaged``).
         """
+        try:
+            return self._compact(transform, select, repair)
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise DiskFullError(self.path, "rewrite the event log") from None
+            raise
+
+    def _compact(
+        self,
+        transform: Transform,
+        select: Callable[[Segment, Header | None], bool] | None,
+        repair: bool,
+    ) -> Compacted:
         with self.locked():
             tail = self._current_tail()
             segments = self.segments()
             install: dict[str, bytes] = {}
             remove: list[str] = []
             dropped: list[tuple[int, Event]] = []
-            for i, segment in enumerate(segments):
+            undecodable = 0
+            empty_before: tuple[int, int] | None = None  # (base, created) of an empty one
+            for segment in segments:
                 header = _sealed_header(segment.path) if segment.sealed else None
+                created = header.created_us if header else tail.created_us
+                was_empty = header is not None and header.frames + header.controls == 0
+                previous, empty_before = (
+                    empty_before,
+                    ((segment.base, created) if was_empty else None),
+                )
                 if select is not None and not select(segment, header):
                     continue
-                kept, changed = [], False
-                for record in self._segment_records(segment, segment.base, None):
-                    event = codec.decode(record.payload)
+                kept: list[Record] = []
+                end = header.end_offset if header else tail.next_offset
+                problems: list[Problem] = []
+                records = list(self._segment_records(segment, segment.base, problems))
+                changed = repair and any(p.length for p in problems)
+                for record in records:
+                    event = decode_or_report(record, None)
+                    if event is None:  # verify names it; the person decides (``repair``)
+                        if repair:
+                            changed = True
+                            undecodable += 1
+                        else:
+                            kept.append(record)
+                        continue
                     result = transform(record.offset, event)
                     if result is event:
                         kept.append(record)
@@ -453,18 +672,27 @@ class Log:
                         kept.append(Record(record.offset, codec.type_code(result), payload))
                 if not changed:
                     continue
-                last = i == len(segments) - 1
-                if kept or last:
-                    end = header.end_offset if header else tail.next_offset
-                    created = header.created_us if header else tail.created_us
-                    new = Header(KIND_ACTIVE, segment.base, created, end_offset=end)
-                    install[segment_name(segment.base, True)] = encode_sealed(new, kept)
-                if not segment.sealed or (not kept and not last):
+                self._keep_aside(segment, problems, records, end, "compaction")
+                # A segment left empty stays, as a header that covers its offsets (merged
+                # into an empty one just before it): the segments tile the log from offset
+                # 0, so one deleted by hand is a gap that verify sees.
+                base = segment.base
+                if not kept and previous is not None:
+                    base, created = previous
+                    install.pop(segment_name(segment.base, True), None)
                     remove.append(segment.path.name)
+                elif not segment.sealed:
+                    remove.append(segment.path.name)
+                new = Header(KIND_ACTIVE, base, created, end_offset=end)
+                install[segment_name(base, True)] = encode_sealed(new, kept)
+                empty_before = (base, created) if not kept else None
             if install or remove:
                 self._swap(install, remove)
                 self._tail = None
-            return Compacted(dropped, len(install), len(remove))
+            if self._notes:
+                with self.batch():
+                    pass  # the damage the rewrite found, recorded
+            return Compacted(dropped, len(install), len(remove), undecodable)
 
     def retain(self, cutoff_us: int) -> Compacted:
         """Drop frames captured before ``cutoff_us``; control events never expire."""
@@ -494,13 +722,28 @@ class Log:
 
     def _finish_swap(self) -> None:
         manifest = self.path / MANIFEST_NAME
-        plan = json.loads(manifest.read_bytes())
-        for name in plan["install"]:
+        try:
+            plan = json.loads(manifest.read_bytes())
+            install, remove = list(plan["install"]), list(plan["remove"])
+        except (ValueError, TypeError, KeyError):
+            # The manifest exists only once the compaction committed, so finish it: install
+            # every staged file, and remove what a swap removes, an active segment whose
+            # sealed form is installed.
+            staged = (p.name.removesuffix(NEW_SUFFIX) for p in self._staged())
+            install = [name for name in staged if parse_segment_name(name)]
+            sealed = {parse_segment_name(name) for name in install}
+            remove = [
+                s.path.name
+                for s in self._all_segment_files()
+                if not s.sealed and (s.base, True) in sealed
+            ]
+            log.warning("event log: the compaction manifest is damaged; finished from the files")
+        for name in install:
             staged = self.path / (name + NEW_SUFFIX)
             if staged.exists():
                 self.fs.rename(staged, self.path / name)
-        for name in plan["remove"]:
-            if name not in plan["install"]:
+        for name in remove:
+            if name not in install:
                 self.fs.remove(self.path / name)
         self.fs.fsync_dir(self.path)
         self.fs.remove(manifest)
@@ -511,12 +754,23 @@ class Log:
         if (self.path / MANIFEST_NAME).exists():
             log.warning("event log: finishing an interrupted compaction")
             self._finish_swap()
-        stray = [p for p in self.path.iterdir() if p.name.endswith(NEW_SUFFIX)]
+        stray = self._staged()
         for path in stray:
             self.fs.remove(path)
         if stray:
             self.fs.fsync_dir(self.path)
             log.warning("event log: undid an interrupted compaction (%d files)", len(stray))
+
+    def _staged(self) -> list[Path]:
+        return [p for p in self.path.iterdir() if p.name.endswith(NEW_SUFFIX)]
+
+    def _all_segment_files(self) -> list[Segment]:
+        out = []
+        for entry in os.scandir(self.path):
+            parsed = parse_segment_name(entry.name)
+            if parsed is not None:
+                out.append(Segment(parsed[0], parsed[1], Path(entry.path)))
+        return out
 
     # -- checking --------------------------------------------------------------------------
 
@@ -550,14 +804,22 @@ class Log:
         if (self.path / MANIFEST_NAME).exists() and not writing:
             problems.append(Problem(MANIFEST_NAME, 0, None, "an interrupted compaction is pending"))
         previous = -1
+        covered = 0  # segments tile the offsets from 0: a gap is a segment gone
+        gaps: list[tuple[str, int, int]] = []
+        found: dict[int, DamageFound] = {}
+        discarded = -1
         for segment in self.segments():
             name = segment.path.name
             data = segment.path.read_bytes()
+            if segment.base > covered:
+                gaps.append((name, covered, segment.base - 1))
             try:
                 header = unpack_header(data)
             except ValueError as exc:
                 problems.append(Problem(name, 0, None, str(exc)))
                 continue
+            if segment.sealed:
+                covered = max(covered, header.end_offset)
             if header.base_offset != segment.base:
                 problems.append(Problem(name, 0, None, "header base offset differs from name"))
             if segment.sealed:
@@ -577,7 +839,71 @@ class Log:
                 if record.offset <= previous or record.offset < segment.base:
                     problems.append(Problem(name, 0, record.offset, "offset out of order"))
                 previous = max(previous, record.offset)
+                event = decode_or_report(record, problems)
+                if isinstance(event, DamageFound):
+                    found[record.offset] = event
+                elif isinstance(event, DamageDiscarded):
+                    discarded = max(discarded, event.upto_id)
+        tail = max(previous + 1, covered)
+        handed_out = self._read_next()
+        if handed_out > tail and not writing:
+            gaps.append(("", tail, handed_out - 1))
+        problems += self._damage_problems(found, discarded, gaps)
         return problems
+
+    def _damage_problems(
+        self, found: dict[int, DamageFound], discarded: int, gaps: list[tuple[str, int, int]]
+    ) -> list[Problem]:
+        """What was kept aside or lost and not yet discarded by the person."""
+        problems: list[Problem] = []
+        lost = [(d.first_offset, d.last_offset) for d in found.values() if not d.aside]
+        for name, lo, hi in gaps:
+            if not any(a <= lo and hi <= b for a, b in lost):
+                problems.append(
+                    Problem(name, 0, lo, f"offsets {lo}..{hi} are missing: a segment was deleted")
+                )
+        described = set()
+        for offset, damage in sorted(found.items()):
+            described.add(damage.aside)
+            if offset <= discarded:
+                continue
+            held = (
+                f"offsets {damage.first_offset}..{damage.last_offset}"
+                if damage.last_offset >= damage.first_offset
+                else "no offset"
+            )
+            if not damage.aside:
+                message = (
+                    f"{held} were lost: their segment was deleted or cut short behind the "
+                    "log's back"
+                )
+            elif (self.path / damage.aside).exists():
+                message = (
+                    f"{damage.length} unreadable bytes (may have held {held}) kept aside as "
+                    f"log/{damage.aside} by {damage.rewrite}"
+                )
+            else:
+                message = f"{damage.length} unreadable bytes ({held}): the copy kept aside is gone"
+            where = damage.segment if damage.aside else ""
+            problems.append(
+                Problem(where, damage.position, damage.first_offset, message, damage.length)
+            )
+        for path in self.damaged():
+            if f"{DAMAGED_DIR}/{path.name}" not in described:
+                size = path.stat().st_size
+                problems.append(Problem(path.name, 0, None, "unreadable bytes kept aside", size))
+        return problems
+
+    def kept_aside(self) -> list[Path]:
+        """Every copy of unreadable bytes that the person has not discarded: what the
+        rewrites kept in ``damaged/`` and torn records that may have been acknowledged."""
+        paths = set(self.damaged())
+        for _, event in self.read(types={TYPE_CODES[DamageFound]}):
+            if isinstance(event, DamageFound) and event.aside:
+                path = self.path / event.aside
+                if path.exists():
+                    paths.add(path)
+        return sorted(paths)
 
     def disk_bytes(self) -> int:
         while True:
@@ -655,6 +981,19 @@ class LogReader:
                 stop_event=stop,
             )
         )
+
+
+def decode_or_report(record: Record, problems: list[Problem] | None) -> Event | None:
+    """The record's event, or None (named in ``problems``) when it does not decode under the
+    current types."""
+    try:
+        return codec.decode(record.payload)
+    except (ValueError, KeyError, TypeError) as exc:  # msgspec's errors are ValueErrors
+        if problems is not None:
+            cls = codec.CODE_TYPES.get(record.type)
+            kind = f"{cls.__struct_config__.tag} event" if cls else f"event of type {record.type}"
+            problems.append(Problem("", 0, record.offset, f"{kind} does not decode: {exc}"))
+        return None
 
 
 def _whole_record(data: bytes) -> bool:

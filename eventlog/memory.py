@@ -36,7 +36,10 @@ class MemoryLog:
                 yield record
 
     def read(
-        self, start: int = 0, types: Collection[int] | None = None
+        self,
+        start: int = 0,
+        types: Collection[int] | None = None,
+        problems: list[Problem] | None = None,
     ) -> Iterator[tuple[int, codec.Event]]:
         for record in self.records(start, types):
             yield record.offset, codec.decode(record.payload)
@@ -69,8 +72,13 @@ class MemoryLog:
         return contextlib.nullcontext()
 
     def compact(
-        self, transform: Transform, select: Callable[[object, Header | None], bool] | None = None
+        self,
+        transform: Transform,
+        select: Callable[[object, Header | None], bool] | None = None,
+        *,
+        repair: bool = False,
     ) -> Compacted:
+        """No damage lives in memory: ``repair`` has nothing to do."""
         with self._lock:
             kept: list[Record] = []
             dropped = []

@@ -55,9 +55,11 @@ class Problem(NamedTuple):
     position: int
     offset: int | None
     message: str
+    length: int = 0
+    """How many bytes from ``position`` are unreadable (0: not a range of bytes)."""
 
     def __str__(self) -> str:
-        where = f"{self.segment} @ byte {self.position}"
+        where = f"{self.segment} @ byte {self.position}" if self.segment else "event"
         return (
             f"{where} (offset {self.offset}): {self.message}"
             if self.offset is not None
@@ -172,7 +174,9 @@ def scan_records(
         if resync is None:
             return Scan(records, pos, True, problems)
         problems.append(
-            Problem(name, pos, after + 1, f"damaged record ({resync - pos} bytes) skipped")
+            Problem(
+                name, pos, after + 1, f"damaged record ({resync - pos} bytes) skipped", resync - pos
+            )
         )
         pos = resync
     return Scan(records, pos, False, problems)
@@ -261,6 +265,7 @@ def _sealed_records(
 ) -> Iterator[Record]:
     dctx = zstandard.ZstdDecompressor()
     pos, end = HEADER.size, len(data)
+    after = _base_of_name(name) - 1  # the last offset read: damage lies above it
     while pos + BLOCK.size <= end:
         magic, length, crc, first, last, _count = BLOCK.unpack_from(data, pos)
         stop = pos + BLOCK.size + length
@@ -269,28 +274,46 @@ def _sealed_records(
             or stop > end
             or (crc32c.crc32c(memoryview(data)[pos + 12 : stop]) != crc)
         ):
-            if problems is not None:
-                problems.append(Problem(name, pos, None, "damaged block skipped"))
             found = data.find(BLOCK_MAGIC, pos + 1)
+            skip = (found if found >= 0 else end) - pos
+            if problems is not None:
+                problems.append(
+                    Problem(name, pos, after + 1, f"damaged block ({skip} bytes) skipped", skip)
+                )
             if found < 0:
                 return
             pos = found
             continue
         if last >= start:
-            raw = dctx.decompress(memoryview(data)[pos + BLOCK.size : stop])
-            yield from _block_records(raw, name, first, start, problems)
+            try:
+                raw = dctx.decompress(memoryview(data)[pos + BLOCK.size : stop])
+            except zstandard.ZstdError:
+                raw = None
+            records = None if raw is None else _block_records(raw, first, start)
+            if records is None:
+                # The checksum passed but the block does not open or frame up: not what a
+                # writer made. The whole block is the damaged range.
+                if problems is not None:
+                    message = f"block ({stop - pos} bytes) does not decompress into records"
+                    problems.append(Problem(name, pos, after + 1, message, stop - pos))
+            else:
+                for record in records:
+                    after = record.offset
+                    yield record
+        else:
+            after = last
         pos = stop
     if pos < end and problems is not None:
         # Too short even for a block header: the segment was cut inside its last block.
-        problems.append(Problem(name, pos, None, f"truncated block ({end - pos} bytes)"))
+        problems.append(
+            Problem(name, pos, after + 1, f"truncated block ({end - pos} bytes)", end - pos)
+        )
 
 
-def _block_records(
-    raw: bytes, name: str, first: int, start: int, problems: list[Problem] | None
-) -> list[Record]:
-    """The records of a block whose checksum passed, offsets >= ``start``. The block's CRC
-    already covers every byte, so its records are only framed, not checked one by one (a
-    third of reading a sealed segment), unless the framing does not add up."""
+def _block_records(raw: bytes, first: int, start: int) -> list[Record] | None:
+    """The records of a block whose checksum passed, offsets >= ``start``; None when they
+    do not frame up. The block's CRC already covers every byte, so its records are only
+    framed, not checked one by one (a third of reading a sealed segment)."""
     records: list[Record] = []
     pos, end, after = 0, len(raw), first - 1
     while pos + RECORD.size <= end:
@@ -301,12 +324,12 @@ def _block_records(
         if offset >= start:
             records.append(Record(offset, type_code, raw[pos + RECORD.size : stop]))
         after, pos = offset, stop
-    if pos != end:  # not what the writer framed: check record by record instead
-        scan = scan_records(raw, 0, name, first - 1)
-        if problems is not None:
-            problems.extend(scan.problems)
-        records = [record for _, record in scan.records if record.offset >= start]
-    return records
+    return records if pos == end else None
+
+
+def _base_of_name(name: str) -> int:
+    stem = name.split(".", 1)[0]
+    return int(stem) if stem.isdigit() else 0
 
 
 def encode_sealed(header: Header, records: Iterable[Record]) -> bytes:

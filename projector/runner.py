@@ -18,17 +18,16 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from backscroll.errors import LockedError
+from backscroll.errors import LockedError, is_disk_full
 from backscroll.home import ensure_dir, fsync_dir, write_atomic
-from eventlog import codec
 from eventlog.events import (
     FRAME_TYPE,
     Event,
     FrameCaptured,
     PurgeCompleted,
 )
-from eventlog.log import Log
-from eventlog.segment import now_us
+from eventlog.log import Log, decode_or_report
+from eventlog.segment import Problem, Record, now_us
 from projector.schema import partition_of
 from projector.search import SearchWriter
 from projector.state import Deletion, FrameStats, State, matches
@@ -68,8 +67,10 @@ class Projector:
         self.state = state
 
     def close(self) -> None:
-        self.search.close()
-        os.close(self._lock_fd)
+        try:
+            self.search.close()
+        finally:
+            os.close(self._lock_fd)  # even when the last commit failed (a full disk)
 
     def __enter__(self) -> Projector:
         return self
@@ -103,8 +104,7 @@ class Projector:
         last_commit = time.monotonic()
         last_offset = start - 1
         for record in self.log.records(start):
-            event = codec.decode(record.payload)
-            self._apply(record.offset, event)
+            self._apply_record(record)
             last_offset = record.offset
             done += 1
             pending += 1
@@ -139,6 +139,22 @@ class Projector:
             if on_idle:
                 on_idle()
             reader.wait(IDLE_SECONDS, stop, also)
+
+    def _apply_record(self, record: Record) -> None:
+        """Apply one record; one that does not decode or apply is noted and skipped: the log
+        is never hostage to one event."""
+        problems: list[Problem] = []
+        event = decode_or_report(record, problems)
+        if event is None:
+            self.state.skip(record.offset, problems[0].message)
+            return
+        try:
+            self._apply(record.offset, event)
+        except (ValueError, TypeError, OverflowError) as exc:
+            if is_disk_full(exc):
+                raise
+            tag = event.__struct_config__.tag
+            self.state.skip(record.offset, f"{tag} event cannot be applied: {exc}")
 
     def _apply(self, offset: int, event: Event) -> None:
         if offset > self.search.position and isinstance(event, FrameCaptured):
@@ -249,9 +265,11 @@ class Projector:
         total = self.log.next_offset() if progress else 0
         done = 0
 
+        problems: list[Problem] = []
+
         def frames() -> Iterator[FrameCaptured]:
             nonlocal done
-            for offset, event in self.log.read():
+            for offset, event in self.log.read(problems=problems):
                 state.apply(offset, event)
                 done += 1
                 if progress and done % BATCH_EVENTS == 0:
@@ -260,6 +278,9 @@ class Projector:
                     yield event
 
         self.search.rebuild(frames())
+        for problem in problems:
+            if problem.offset is not None and not problem.segment:
+                state.skip(problem.offset, problem.message)
         self.search.manifest.position = self.search.manifest.applying_upto = state.position
         self.search.manifest.save(self.layout.search)
         self.state = state

@@ -19,6 +19,8 @@ from eventlog.events import (
     ConfigChanged,
     DaemonStarted,
     DaemonStopped,
+    DamageDiscarded,
+    DamageFound,
     Event,
     FrameCaptured,
     FramesDeleted,
@@ -101,11 +103,39 @@ class Reindex(msgspec.Struct):
     frames: int = 0
 
 
+class Weakened(msgspec.Struct):
+    """What the latest config change gave up of privacy, shown until the next change."""
+
+    ts_us: int
+    origin: str
+    what: list[str]
+
+
+class Unapplied(msgspec.Struct):
+    """An event the projector could not apply, skipped so that the log is never hostage to
+    it (an older version's bug, a hand-made segment)."""
+
+    offset: int
+    why: str
+
+
+class Damage(msgspec.Struct):
+    """Damage the log recorded (``DamageFound``) and the person has not discarded yet."""
+
+    offset: int
+    segment: str
+    first_offset: int
+    last_offset: int
+    length: int
+    aside: str
+
+
 class State(msgspec.Struct):
     position: int = -1
     config: dict[str, Any] = {}
     config_origin: str = "default"
     config_changed_us: int = 0
+    weakened: Weakened | None = None
     pause: Pause = msgspec.field(default_factory=Pause)
     pauses: list[Pause] = []
     """Past and current pauses (bounded), so a search can say capture was paused."""
@@ -115,6 +145,9 @@ class State(msgspec.Struct):
     reindexes: list[Reindex] = []
     key_fingerprint: str | None = None
     key_store: str | None = None
+    unapplied: list[Unapplied] = []
+    """Events skipped because they could not be applied (the first ``KEEP_RUNS``)."""
+    damage: list[Damage] = []
     log_mark: tuple[str, int] | None = None
     """The log's last segment (name, size) when the views last caught up with all of it."""
 
@@ -130,6 +163,11 @@ class State(msgspec.Struct):
                 self.config = event.config
                 self.config_origin = event.origin
                 self.config_changed_us = event.ts_us
+                self.weakened = (
+                    Weakened(event.ts_us, event.origin, list(event.weakened))
+                    if event.weakened
+                    else None  # shown until the next change, which shows the whole config
+                )
             case CapturePaused():
                 self.pause = Pause(True, event.ts_us, event.until_us, event.origin, event.reason)
                 self.pauses.append(self.pause)
@@ -165,6 +203,26 @@ class State(msgspec.Struct):
                         reindex.completed_us, reindex.frames = event.ts_us, event.frames
             case KeyCreated():
                 self.key_fingerprint, self.key_store = event.fingerprint, event.store
+            case DamageFound():
+                self.damage.append(
+                    Damage(
+                        offset,
+                        event.segment,
+                        event.first_offset,
+                        event.last_offset,
+                        event.length,
+                        event.aside,
+                    )
+                )
+            case DamageDiscarded():
+                self.damage = [d for d in self.damage if d.offset > event.upto_id]
+                self.unapplied = [u for u in self.unapplied if u.offset > event.upto_id]
+        self.position = max(self.position, offset)
+
+    def skip(self, offset: int, why: str) -> None:
+        """Note an event that could not be applied, and move past it."""
+        if len(self.unapplied) < KEEP_RUNS:
+            self.unapplied.append(Unapplied(offset, why))
         self.position = max(self.position, offset)
 
     def totals(self) -> FrameStats:

@@ -22,7 +22,7 @@ import json
 import os
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import (
     AcceptedElicitation,
@@ -34,16 +34,23 @@ from mcp.server.mcpserver import (
 )
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, ValidationError
+from mcp.types import Tool as ToolInfo
+from pydantic import BaseModel, Field, PlainValidator, ValidationError
+from pydantic_core import PydanticCustomError
 
-from backscroll.errors import BackscrollError
+from backscroll.errors import BackscrollError, UsageError
 from backscroll.tools import (
+    MAX_FRAME_ID,
+    MAX_LIMIT,
+    MAX_TIMELINE_LIMIT,
     MemoryManageTool,
     MemoryTool,
     ToolResult,
     check_export,
     describe_export,
     error,
+    one_line,
+    shown_number,
 )
 
 Home = str | os.PathLike[str] | None
@@ -72,6 +79,8 @@ DESTRUCTIVE = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
 )
 
+MANAGE = "memory_manage"
+
 # Resolver outcomes that are not a person's answer.
 NOT_EXPORT, INVALID, PREAPPROVED, CANNOT_ASK = "not-export", "invalid", "preapproved", "cannot-ask"
 
@@ -90,24 +99,74 @@ def _d(text: str) -> Any:
     return Field(description=text)
 
 
+def _text_or_none(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise PydanticCustomError("string_type", "Input should be a valid string")
+
+
+# An optional string argument, taken as sent. The SDK parses a string as JSON first when the
+# parameter's annotation is anything but ``str`` (a workaround for clients that send lists as
+# JSON text), so under ``str | None`` the text "null" arrived as None and "[1, 2]" as a list:
+# ``app="null"`` on a delete dropped the app scope and widened it to the whole window. Under
+# a bare ``str`` annotation the text is left alone; the validator still takes null.
+if TYPE_CHECKING:
+    Text = str | None
+else:
+    Text = Annotated[str, PlainValidator(_text_or_none, json_schema_input_type=str | None)]
+
+
 PHRASES = "Time phrase: 2h, yesterday, tuesday, last week, this month, 2026-09-01, …"
 
 
 class BackscrollServer(MCPServer):
     """Arguments that do not fit a tool's schema are reported on one line, like every other
-    error, rather than as pydantic's multi-line report."""
+    error, rather than as pydantic's multi-line report. An argument the tool does not take is
+    refused by name (pydantic would drop it silently: a misspelt ``app`` would widen a scope to
+    everything), and each published schema says so with ``additionalProperties: false``."""
+
+    async def list_tools(self) -> list[ToolInfo]:
+        tools = await super().list_tools()
+        for tool in tools:
+            tool.input_schema = {**tool.input_schema, "additionalProperties": False}
+        return tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
+        if name not in schemas:
+            hint = "; memory_manage needs `backscroll mcp --allow-manage`" * (name == MANAGE)
+            raise ToolError(one_line(f"unknown tool {name!r}: use {', '.join(schemas)}{hint}"))
+        taken = list(schemas[name].get("properties", {}))
+        unknown = [key for key in arguments if key not in taken]
+        if unknown:
+            names = ", ".join(repr(key) for key in unknown)
+            plural = "s" if len(unknown) > 1 else ""
+            accepted = f"takes {', '.join(taken)}" if taken else "takes no arguments"
+            message = f"invalid arguments for {name}: unknown argument{plural} {names}"
+            raise ToolError(one_line(f"{message} ({name} {accepted})"))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
             if not isinstance(cause, ValidationError):
                 raise
-            problems = "; ".join(
-                f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in cause.errors()
-            )
-            raise ToolError(f"invalid arguments for {name}: {problems}") from cause
+            problems = "; ".join(_problem(e) for e in cause.errors())
+            raise ToolError(one_line(f"invalid arguments for {name}: {problems}")) from cause
+
+
+def _problem(e: Any) -> str:
+    """One pydantic error as ``name: message (got value)``; a long value is cut short."""
+    where = ".".join(str(part) for part in e["loc"])
+    value = e.get("input")
+    if isinstance(value, str):
+        shown = repr(value)
+    elif isinstance(value, int | float):
+        shown = "true" if value is True else "false" if value is False else shown_number(value)
+    elif value is None:
+        shown = "null"
+    else:
+        return f"{where}: {e['msg']}"  # a list or an object: the message says what was wanted
+    return f"{where}: {e['msg']} (got {shown[:40] + '…' if len(shown) > 40 else shown})"
 
 
 def build_server(
@@ -123,23 +182,28 @@ def build_server(
     async def memory(
         action: Annotated[Literal["search", "show", "timeline", "status"], _d("What to do")],
         query: Annotated[
-            str | None,
+            Text,
             _d(
                 "Search terms (search). All terms must match (else near misses with some come "
                 "back, marked near_miss); quote phrases; invoice* for prefix"
             ),
         ] = None,
-        since: Annotated[str | None, _d(f"Start of the window. {PHRASES}")] = None,
-        until: Annotated[str | None, _d("End of the window (same formats)")] = None,
-        app: Annotated[
-            str | None, _d("Only frames whose app name or window title contains this")
+        since: Annotated[Text, _d(f"Start of the window. {PHRASES}")] = None,
+        until: Annotated[Text, _d("End of the window (same formats)")] = None,
+        app: Annotated[Text, _d("Only frames whose app name or window title contains this")] = None,
+        limit: Annotated[
+            int,
+            _d(f"Max results: search 1..{MAX_LIMIT}, timeline 1..{MAX_TIMELINE_LIMIT}"),
+        ] = 15,
+        id: Annotated[
+            int | None, _d(f"Frame id (show), 0..{MAX_FRAME_ID}, from search or timeline")
         ] = None,
-        limit: Annotated[int, _d("Max results for search / timeline (1..1000)")] = 15,
-        id: Annotated[int | None, _d("Frame id (show)")] = None,
         include_image: Annotated[bool, _d("Attach the decrypted thumbnail on show")] = True,
     ) -> CallToolResult:
         """Recall what was on screen: search (best match first), show one frame in full with
-        its thumbnail, a timeline, or the status. Read-only; everything stays local."""
+        its thumbnail, a timeline, or the status. Read-only; everything stays local. Leave out
+        what you do not need: an empty or blank string, an unknown argument or a number out
+        of its range is refused with one line that names it."""
         params = MemoryTool.Params(
             action=action,
             query=query,
@@ -161,7 +225,11 @@ def build_server(
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def screen_memory_recent_context(
         minutes: Annotated[
-            int, _d(f"How far back, in minutes (default 5, at most {CONTEXT_MAX_MINUTES})")
+            int,
+            _d(
+                f"How far back, in minutes: at least 1, default {CONTEXT_MINUTES}; more than "
+                f"{CONTEXT_MAX_MINUTES} reads as {CONTEXT_MAX_MINUTES}"
+            ),
         ] = CONTEXT_MINUTES,
     ) -> CallToolResult:
         """Bounded recent context: one entry per window seen in the last N minutes (app,
@@ -171,10 +239,18 @@ def build_server(
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def screen_memory_recent_segments(
         minutes: Annotated[
-            int, _d(f"How far back, in minutes (default 60, at most {SEGMENT_MAX_MINUTES})")
+            int,
+            _d(
+                f"How far back, in minutes: at least 1, default {SEGMENT_MINUTES}; more than "
+                f"{SEGMENT_MAX_MINUTES} reads as {SEGMENT_MAX_MINUTES}"
+            ),
         ] = SEGMENT_MINUTES,
         limit: Annotated[
-            int, _d(f"Most segments to return (default 20, at most {MAX_SEGMENTS})")
+            int,
+            _d(
+                f"Most segments to return: at least 1, default {SEGMENTS}; more than "
+                f"{MAX_SEGMENTS} reads as {MAX_SEGMENTS}"
+            ),
         ] = SEGMENTS,
     ) -> CallToolResult:
         """Recent segments: stretches of time in one window (app, title, start, end, frame
@@ -228,37 +304,37 @@ def _add_manage(server: MCPServer, home: Home, allow_export: bool) -> None:
             Literal["pause", "resume", "deny", "config", "delete", "export"], _d("What to do")
         ],
         approval: Annotated[ElicitationResult[ExportApproval], Resolve(approve_export)],
-        duration: Annotated[
-            str | None, _d("pause length, e.g. 30m, 2h (omit: until resumed)")
-        ] = None,
-        deny_add: Annotated[str | None, _d("Deny-list pattern to add (deny)")] = None,
-        deny_remove: Annotated[str | None, _d("Deny-list pattern to remove (deny)")] = None,
+        duration: Annotated[Text, _d("pause length, e.g. 30m, 2h (omit: until resumed)")] = None,
+        deny_add: Annotated[Text, _d("Deny-list pattern to add (deny)")] = None,
+        deny_remove: Annotated[Text, _d("Deny-list pattern to remove (deny)")] = None,
         interval_seconds: Annotated[float | None, _d("Capture interval (config)")] = None,
-        storage_cap_mb: Annotated[float | None, _d("Storage cap in MB (config)")] = None,
-        retention_days: Annotated[float | None, _d("Retention in days (config)")] = None,
+        storage_cap_mb: Annotated[int | None, _d("Storage cap in MB (config)")] = None,
+        retention_days: Annotated[int | None, _d("Retention in days (config)")] = None,
         trigger: Annotated[
             Literal["events", "interval"] | None, _d("Capture trigger (config)")
         ] = None,
         redact: Annotated[bool | None, _d("Scrub secrets from new frames (config)")] = None,
         encrypt_text: Annotated[bool | None, _d("Encrypt new frames' text (config)")] = None,
         encrypt_thumbnails: Annotated[bool | None, _d("Encrypt new thumbnails (config)")] = None,
-        since: Annotated[str | None, _d(f"Scope for delete and export. {PHRASES}")] = None,
-        until: Annotated[str | None, _d("Scope end for delete and export")] = None,
-        app: Annotated[str | None, _d("Scope for delete and export: app or title")] = None,
+        since: Annotated[Text, _d(f"Scope for delete and export. {PHRASES}")] = None,
+        until: Annotated[Text, _d("Scope end for delete and export")] = None,
+        app: Annotated[Text, _d("Scope for delete and export: app or title")] = None,
         confirm: Annotated[bool, _d("Required (true) for delete")] = False,
         path: Annotated[
-            str | None,
+            Text,
             _d("export: new or empty folder (default ~/Downloads/backscroll-memory-<time>)"),
         ] = None,
         format: Annotated[
             Literal["json", "csv", "html"],
             _d("export: frames.json, frames.csv, or a browsable index.html"),
         ] = "json",
-        query: Annotated[str | None, _d("export: only moments matching this search")] = None,
+        query: Annotated[Text, _d("export: only moments matching this search")] = None,
         thumbnails: Annotated[bool, _d("export: include decrypted JPEG thumbnails")] = True,
     ) -> CallToolResult:
         """Change capture settings, delete or export history. delete needs a scope (since,
-        until or app) and confirm=true; export asks the person for approval first."""
+        until or app) and confirm=true; export asks the person for approval first. An empty
+        or blank string is refused, never read as "everything"; so is an unknown argument
+        or a number that is not finite."""
         params = MemoryManageTool.Params(
             action=action,
             duration=duration,
@@ -374,7 +450,7 @@ def recent_context(home: Home, minutes: int = CONTEXT_MINUTES) -> dict[str, Any]
     """``screen_memory_recent_context``: one entry per window of the last ``minutes``."""
     from backscroll.store import MemoryStore
 
-    minutes = _clamp(minutes, 1, CONTEXT_MAX_MINUTES)
+    minutes = _at_least_one("minutes", minutes, CONTEXT_MAX_MINUTES)
     start = datetime.now().astimezone() - timedelta(minutes=minutes)
     with MemoryStore(home) as store:
         hits = _recent(store, start)
@@ -411,8 +487,8 @@ def recent_segments(
     from backscroll.store import MemoryStore
     from query.format import group_hits
 
-    minutes = _clamp(minutes, 1, SEGMENT_MAX_MINUTES)
-    limit = _clamp(limit, 1, MAX_SEGMENTS)
+    minutes = _at_least_one("minutes", minutes, SEGMENT_MAX_MINUTES)
+    limit = _at_least_one("limit", limit, MAX_SEGMENTS)
     start = datetime.now().astimezone() - timedelta(minutes=minutes)
     with MemoryStore(home) as store:
         hits = _recent(store, start)
@@ -436,8 +512,12 @@ def _recent(store: Any, start: datetime) -> list[Any]:
     return [hit for hit in store.timeline(limit=RECENT_FRAMES) if hit.when >= start]
 
 
-def _clamp(value: int, lo: int, hi: int) -> int:
-    return max(lo, min(hi, int(value)))
+def _at_least_one(name: str, value: int, most: int) -> int:
+    """``value`` when it is 1 or more, capped at ``most`` as the tool descriptions say: a
+    wider ask still gets the bounded answer, but zero or less is a mistake, not "a little"."""
+    if value < 1:
+        raise UsageError(f"{name}: must be at least 1, not {shown_number(value)}")
+    return min(value, most)
 
 
 def _iso(when: datetime) -> str:

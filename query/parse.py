@@ -28,6 +28,10 @@ def parse_query(text: str) -> list[Term]:
     """The terms of ``text``; raises ``QueryError`` with one clear line."""
     if len(text) > MAX_QUERY_CHARS:
         raise QueryError(f"query is too long ({len(text)} characters; at most {MAX_QUERY_CHARS})")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that were not UTF-8 in argv arrive as surrogates
+        raise QueryError("query is not UTF-8 text") from None
     if text.count('"') % 2:
         raise QueryError('unbalanced quote in query: close the phrase with "')
     terms: list[Term] = []

@@ -112,7 +112,7 @@ def resolve_window(
     - Given together, ``since`` sets the start and ``until``/``before`` the end; with both
       ``until`` and ``before`` the earlier bound wins, so the window satisfies both.
     Returns ``(None, None)`` when nothing is given; raises ``PhraseError`` when the start
-    falls after the end, since such a window can only be a mistake.
+    falls at or after the end, since such a window can only be a mistake.
     """
     if since is None and until is None and before is None:
         return None, None
@@ -133,8 +133,10 @@ def resolve_window(
         bound = _parse(before, moment).start
         if end is None or _instant(bound) < _instant(end):
             end, end_by = bound, f"before {_quote(before)}"
-    if start is not None and end is not None and _instant(start) > _instant(end):
-        raise PhraseError(f"empty window: since {_quote(since or '')} starts after {end_by} ends")
+    if start is not None and end is not None and _instant(start) >= _instant(end):
+        raise PhraseError(
+            f"empty window: since {_quote(since or '')} starts at or after {end_by} ends"
+        )
     return start, end
 
 

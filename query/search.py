@@ -24,6 +24,7 @@ import msgspec
 
 from backscroll import tokens
 from backscroll.errors import DecryptionError, NotFoundError
+from eventlog.events import MAX_OFFSET
 from projector.schema import folded, frame_meta, frame_query, partition_of
 from projector.state import Deletion, State, matches
 from query.parse import Term, parse_query
@@ -188,9 +189,8 @@ class Searcher:
         out: list[Hit] = []
         for index in indexes:
             searcher = index.searcher()
-            result = searcher.search(
-                tq, limit * 2 + 8, count=False, order_by_field="ts", order=order
-            )
+            wanted = min(limit * 2 + 8, max(1, searcher.num_docs))
+            result = searcher.search(tq, wanted, count=False, order_by_field="ts", order=order)
             for _, address in result.hits:
                 hit = self._hit(searcher.doc(address), 0.0)
                 if self._visible(hit, app, pending):
@@ -205,6 +205,8 @@ class Searcher:
         return out
 
     def get(self, frame_id: int) -> Hit:
+        if not 0 <= frame_id <= MAX_OFFSET:
+            raise NotFoundError(f"no frame #{frame_id}: frame ids run from 0 to {MAX_OFFSET}")
         pending = self.views.state().pending_deletions()
         for index in self._indexes(Window()):
             searcher = index.searcher()
@@ -408,11 +410,16 @@ def _search_each(searchers: list[Any], query: tantivy.Query, want: int) -> list[
     while it searches, so the partitions are searched on two threads (a phrase of common
     words over 17 months at 1M frames: 46 ms on one, 21 ms on two)."""
     global _pool
+
+    def top(s: Any) -> list[Any]:
+        # Never a top-N above the partition's documents: Tantivy sizes its heap by N.
+        return s.search(query, min(want, max(1, s.num_docs)), count=False).hits
+
     if len(searchers) < 2:
-        return [s.search(query, want, count=False).hits for s in searchers]
+        return [top(s) for s in searchers]
     if _pool is None:
         _pool = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="search")
-    return list(_pool.map(lambda s: s.search(query, want, count=False).hits, searchers))
+    return list(_pool.map(top, searchers))
 
 
 def _term_query(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -187,3 +189,120 @@ def test_while_another_process_holds_the_views_a_search_says_how_far_behind(
         import_frames(store, [json.dumps(FRAMES[0])])
         code, _, err = run(capsys, "search", "econnrefused")
     assert code == 0 and "1 event(s) behind the log" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "command"),
+    [
+        (["search", "--limit", "abc", "x"], "invalid value for '--limit': 'abc' is not", "search"),
+        (["show", "abc"], "invalid value for 'ID': 'abc' is not a valid int", "show"),
+        (["search"], "missing argument 'query'", "search"),
+        (["deny", "add"], "missing argument 'pattern'", "deny add"),
+        (["search", "x", "--nope"], "no such option: --nope", "search"),
+        (["search", "x", "--limit"], "option '--limit' requires an argument", "search"),
+        (["show", "1", "2"], "got unexpected extra argument(s) (2)", "show"),
+        (["nosuch"], "no such command 'nosuch'", ""),
+    ],
+)
+def test_a_usage_error_is_one_line_and_exit_2(
+    imported: Path, capsys: pytest.CaptureFixture[str], args: list[str], error: str, command: str
+) -> None:
+    _, before, _ = run(capsys, "log", "--json")
+    code, out, err = run(capsys, *args)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"backscroll: {error}")
+    assert err.endswith(f" (see {f'backscroll {command}'.strip()} --help)\n")
+    assert len(err.splitlines()) == 1
+    _, after, _ = run(capsys, "log", "--json")
+    assert after == before
+
+
+def test_a_query_that_starts_with_a_dash_goes_after_double_dash(
+    imported: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "search", "-econnrefused")
+    assert code == 2
+    assert err.startswith("backscroll: no such option: -e (a value that starts with - goes after")
+    code, out, _ = run(capsys, "search", "--json", "--limit", "5", "--", "-econnrefused")
+    assert code == 0 and json.loads(out)["query"] == "-econnrefused"
+    code, out, _ = run(capsys, "search", "--help")
+    assert code == 0 and "backscroll search -- -word" in out
+
+
+def test_help_prints_and_a_bare_command_shows_it_with_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "--help")
+    assert (code, err) == (0, "") and "search" in out
+    code, out, err = run(capsys)
+    assert (code, err) == (2, "backscroll: missing command\n") and "search" in out
+
+
+def test_a_declined_confirmation_is_one_line_and_deletes_nothing(
+    imported: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for answer in ("n\n", ""):  # no, and the end of stdin
+        monkeypatch.setattr(sys, "stdin", io.StringIO(answer))
+        code, _, err = run(capsys, "clear", "--app", "slack")
+        assert (code, err) == (1, "backscroll: aborted\n")
+    _, out, _ = run(capsys, "search", "quokka", "--json")
+    assert len(json.loads(out)["matches"]) == 1
+
+
+def test_a_command_exit_code_passes_through(
+    imported: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("backscroll.verify.verify_store", lambda store: ["segment 0: torn"])
+    code, out, err = run(capsys, "verify")
+    assert (code, err) == (1, "") and "1 problem(s)" in out
+
+
+def test_ctrl_c_exits_130_without_a_traceback(
+    imported: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(store: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("backscroll.status.collect", interrupted)
+    code, _, err = run(capsys, "status")
+    assert code == 130 and "Traceback" not in err
+
+
+def test_an_error_message_never_breaks_its_line(
+    imported: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "import", "no\nsuch\u2028file\x1b[2J")
+    assert code == 1
+    assert err == "backscroll: no such file: no\\nsuch\\u2028file\\x1b[2J\n"
+
+
+def test_text_the_terminal_cannot_encode_is_escaped_not_a_crash(
+    imported: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = tmp_path / os.fsdecode(b"caf\xe9")  # a Latin-1 name on the command line
+    code, out, _ = run(capsys, "export", "--out", str(folder))
+    assert code == 0 and out.endswith("caf\\udce9\n")  # capsys' stdout is strict UTF-8
+
+
+def test_an_unexpected_error_shows_no_local_variables() -> None:
+    """A bug still gets a traceback (without locals: they hold screen text and keys)."""
+    script = """if True:
+        import sys
+        import backscroll.status
+
+        def collect(store):
+            screen_text = "".join(["hunter", "2"])
+            raise RuntimeError("a bug")
+
+        backscroll.status.collect = collect
+        sys.argv = ["backscroll", "status"]
+        from backscroll.cli import main
+
+        main()
+    """
+    env = {k: v for k, v in os.environ.items() if "TYPER" not in k} | {"COLUMNS": "200"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 1 and "RuntimeError: a bug" in done.stderr
+    assert "hunter2" not in done.stdout + done.stderr

@@ -104,7 +104,12 @@ def test_read_only_tools_are_listed_and_manage_is_absent_without_the_flag(home: 
     ]
     assert schema["properties"]["limit"]["default"] == 15
     refused = run(call(build_server(home), "memory_manage", {"action": "resume"}))
-    assert refused.is_error and "memory_manage" in text(refused)
+    assert one_line_error(refused) == (
+        "unknown tool 'memory_manage': use memory, screen_memory_status, "
+        "screen_memory_recent_context, screen_memory_recent_segments; "
+        "memory_manage needs `backscroll mcp --allow-manage`"
+    )
+    assert "unknown tool 'a\\nb'" in one_line_error(run(call(build_server(home), "a\nb", {})))
 
     managed = run(names(build_server(home, allow_manage=True)))
     assert set(managed) == READ_TOOLS | {"memory_manage"}
@@ -149,6 +154,94 @@ def test_bad_arguments_and_bad_ids_are_one_line_errors(home: Path) -> None:
     )
     wrong = one_line_error(run(call(server, "memory", {"action": "dance", "limit": "many"})))
     assert wrong.startswith("invalid arguments for memory: action: ") and "limit" in wrong
+
+
+def log_bytes(home: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in (home / "log").iterdir() if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "message"),
+    [
+        (
+            "memory",
+            {"action": "show", "id": -1},
+            "id: must be a frame id from 0 to 9223372036854775807, not -1",
+        ),
+        ("memory", {"action": "show", "id": 2**64}, "id: must be a frame id from 0 to "),
+        ("memory", {"action": "show", "id": "-1"}, "id: must be a frame id from 0 to "),
+        ("memory", {"action": "search", "query": "x", "limit": 0}, "limit: must be a number of"),
+        ("memory", {"action": "timeline", "limit": 10_001}, "limit: must be a number of results"),
+        ("memory", {"action": "search", "query": "x", "app": ""}, "app: must not be empty or "),
+        ("memory", {"action": "timeline", "since": "  "}, "since: must not be empty or blank"),
+        ("memory", {"action": "search", "query": "\ud800"}, "query: must be valid Unicode"),
+        ("memory", {"action": "search", "limit": "many\nlines"}, "(got 'many\\nlines')"),
+        ("screen_memory_recent_context", {"minutes": 0}, "minutes: must be at least 1, not 0"),
+        ("screen_memory_recent_segments", {"minutes": -5}, "minutes: must be at least 1, not -5"),
+        ("screen_memory_recent_segments", {"limit": 0}, "limit: must be at least 1, not 0"),
+        (
+            "memory",
+            {"action": "search", "query": "x", "bogus": 1},
+            "invalid arguments for memory: unknown argument 'bogus' (memory takes action, query, ",
+        ),
+        ("screen_memory_status", {"a\nb": 1}, "unknown argument 'a\\nb' (screen_memory_status "),
+    ],
+)
+def test_bad_arguments_are_refused_on_one_line_naming_the_argument(
+    home: Path, tool: str, arguments: dict[str, Any], message: str
+) -> None:
+    assert message in one_line_error(run(call(build_server(home), tool, arguments)))
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"action": "delete", "app": "", "confirm": True}, "app: must not be empty or blank"),
+        ({"action": "delete", "since": "\t", "confirm": True}, "since: must not be empty or b"),
+        ({"action": "pause", "duration": ""}, "duration: must not be empty or blank"),
+        ({"action": "deny", "deny_add": " "}, "deny_add: must not be empty or blank"),
+        ({"action": "config", "interval_seconds": "nan"}, "interval_seconds: must be a finite"),
+        ({"action": "config", "interval_seconds": "-1e999"}, "interval_seconds: must be a fin"),
+        ({"action": "config", "storage_cap_mb": "1e999"}, "storage_cap_mb: Input should be a "),
+        ({"action": "config", "retention_days": 0.5}, "retention_days: Input should be a val"),
+        ({"action": "resume", "approval": {"approve": True}}, "unknown argument 'approval'"),
+        ({"action": "delete", "app": "Slack", "confirm": True, "aap": "x"}, "unknown argument"),
+    ],
+)
+def test_a_refused_manage_call_never_widens_to_everything(
+    home: Path, arguments: dict[str, Any], message: str
+) -> None:
+    before = log_bytes(home)
+    server = build_server(home, allow_manage=True)
+    assert message in one_line_error(run(call(server, "memory_manage", arguments)))
+    assert log_bytes(home) == before
+    status = run(call(server, "screen_memory_status", {})).structured_content
+    assert status and status["frames"] == 7 and status["capture"] == "active"
+
+
+def test_text_that_looks_like_json_is_taken_as_text(home: Path) -> None:
+    """The SDK parses a string as JSON for any parameter not annotated plain ``str``: "null"
+    would arrive as None, and a delete scoped to app "null" would take the whole window."""
+    server = build_server(home, allow_manage=True)
+    found = run(call(server, "memory", {"action": "search", "query": "null"}))
+    assert not found.is_error and text(found).startswith("Screen memory search 'null'")
+    listed = run(call(server, "memory", {"action": "search", "query": "[1, 2]"}))
+    assert not listed.is_error
+    arguments = {"action": "delete", "since": "2026-11-25", "app": "null", "confirm": True}
+    done = run(call(server, "memory_manage", arguments))
+    assert text(done).startswith("Deleted 0 frame(s)") and "app~'null'" in text(done)
+    paused = run(call(server, "memory_manage", {"action": "pause", "duration": "null"}))
+    assert "not a time phrase" in one_line_error(paused)
+    status = run(call(server, "screen_memory_status", {})).structured_content
+    assert status and status["frames"] == 7 and status["capture"] == "active"
+
+
+def test_every_schema_refuses_unlisted_arguments(home: Path) -> None:
+    async def schemas() -> list[dict[str, Any]]:
+        async with Client(build_server(home, allow_manage=True)) as c:
+            return [t.input_schema for t in (await c.list_tools()).tools]
+
+    assert all(schema["additionalProperties"] is False for schema in run(schemas()))
 
 
 def test_screen_memory_status_reports_state_span_and_counts(home: Path) -> None:

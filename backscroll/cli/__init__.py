@@ -2,23 +2,104 @@
 
 from __future__ import annotations
 
+import io
 import sys
+from typing import Any, NoReturn
+
+import typer
+import typer.main
+
+# typer (0.26 to 0.28) vendors click as typer._click: these, not the click package's own
+# classes, are what its parser raises.
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, NoSuchOption, UsageError
 
 from backscroll.cli.app import app
 
+PROG = "backscroll"
+# Escapes for the characters that would break the one line (str.splitlines splits at every
+# one of them) or drive the terminal: C0 and C1 controls and the two Unicode separators.
+_LINE_SAFE = {
+    code: chr(code).encode("unicode_escape").decode("ascii")
+    for code in (*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029)
+}
+
 
 def main() -> None:
-    """Usage errors are typer's (one usage line, exit 2); every Backscroll error is one line
-    on stderr and exit 1, never a traceback (locals would hold screen text and keys)."""
+    """Every error is one line on stderr, ``backscroll: <message>``, never a traceback
+    (locals would hold screen text and keys). Exit 2 for a usage error (an unknown option, a
+    missing argument, a value of the wrong type), 1 for every other error and for a declined
+    confirmation, 130 on Ctrl-C; a command's own ``typer.Exit(code)`` passes through."""
     from backscroll.errors import BackscrollError
 
+    _escape_unencodable_output()
     try:
-        app()
+        code = app(prog_name=PROG, standalone_mode=False)
     except BackscrollError as exc:
-        print(f"backscroll: {exc}", file=sys.stderr)
-        sys.exit(1)
+        _fail(str(exc), 1)
+    except NoArgsIsHelpError as exc:
+        # Without rich the help is the message; with rich it has already been printed.
+        if exc.format_message():
+            typer.echo(exc.format_message())
+        _fail("missing command", exc.exit_code)
+    except UsageError as exc:
+        _fail(f"{_sentence(exc.format_message())} ({_hint(exc)})", exc.exit_code)
+    except ClickException as exc:
+        _fail(_sentence(exc.format_message()), exc.exit_code)
+    except typer.Abort:
+        _fail("aborted", 1)
     except KeyboardInterrupt:
         sys.exit(130)
+    if isinstance(code, int) and code:
+        sys.exit(code)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    print(f"{PROG}: {message.translate(_LINE_SAFE)}", file=sys.stderr)
+    sys.exit(code)
+
+
+def _sentence(message: str) -> str:
+    """Click's "Missing argument 'query'." in the style of the other errors: "missing
+    argument 'query'" (an initialism such as "ID" keeps its case)."""
+    message = message.strip().removesuffix(".")
+    if message[:1].isupper() and not message[1:2].isupper():
+        message = message[0].lower() + message[1:]
+    return message
+
+
+def _hint(exc: UsageError) -> str:
+    path, command = _command_of(exc)
+    see = f"see {path} --help"
+    short = isinstance(exc, NoSuchOption) and not exc.option_name.startswith("--")
+    if short and any(param.param_type_name == "argument" for param in command.params):
+        # `backscroll search -word` reads -word as the options -w, -o, …
+        return f"a value that starts with - goes after --; {see}"
+    return see
+
+
+def _command_of(exc: UsageError) -> tuple[str, Any]:
+    """The command an error is about: its context's, or (the parser raises some errors, such
+    as a missing option value, without one) the one the command line names."""
+    if exc.ctx is not None:
+        return exc.ctx.command_path, exc.ctx.command
+    path, command = [PROG], typer.main.get_command(app)
+    for arg in sys.argv[1:]:
+        sub = getattr(command, "commands", {}).get(arg)
+        if sub is None:
+            break
+        path.append(arg)
+        command = sub
+    return " ".join(path), command
+
+
+def _escape_unencodable_output() -> None:
+    """Text from the command line can hold lone surrogates (a file name's bytes that are not
+    UTF-8, decoded with surrogateescape) and a store can hold text the terminal's encoding
+    cannot show: escape such characters, as Python's stderr already does, rather than fail
+    after the command did its work."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="backslashreplace")
 
 
 __all__ = ["app", "main"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -43,6 +44,9 @@ def window(
 
 
 def emit_json(data: Any) -> None:
+    """Strict JSON, whatever ``data`` holds: a float that JSON cannot write (NaN, an
+    infinity) is null, where Python's own ``Infinity`` would break every other parser."""
+
     def default(value: Any) -> Any:
         if isinstance(value, datetime):
             return value.isoformat()
@@ -50,8 +54,18 @@ def emit_json(data: Any) -> None:
             return None
         raise TypeError(type(value).__name__)
 
-    json.dump(data, sys.stdout, default=default, indent=2, ensure_ascii=False)
+    json.dump(_finite(data), sys.stdout, default=default, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
+
+
+def _finite(data: Any) -> Any:
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {key: _finite(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [_finite(value) for value in data]
+    return data
 
 
 def on_off(value: str | None, name: str) -> bool | None:
@@ -73,7 +87,6 @@ def note_lag(store: Any) -> None:
     """With a daemon holding the views, commands read them as they are: say how far behind."""
     if store.lag:
         typer.echo(
-            f"note: the views are {store.lag:,} event(s) behind the log (the daemon is "
-            "catching up)",
+            f"note: the views are {store.lag:,} event(s) behind the log ({store.behind_why})",
             err=True,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -138,20 +139,47 @@ def clear(
     before: Annotated[str | None, typer.Option("--before", help="Everything before this.")] = None,
     since: Since = None,
     app: App = None,
+    damaged: Annotated[
+        bool,
+        typer.Option("--damaged", help="Remove only the unreadable bytes kept aside (see verify)."),
+    ] = False,
     yes: Annotated[bool, typer.Option("-y", "--yes", help="Do not ask for confirmation.")] = False,
     home: Home = None,
 ) -> None:
     """Delete frames (everything when no scope is given); returns when the purge is done."""
-    from backscroll.manage import delete
+    from backscroll.manage import check_scope, delete
     from query.format import window_text
 
+    if damaged:
+        if before or since or app is not None:
+            raise UsageError("--damaged takes no other scope")
+        _clear_damaged(home, yes)
+        return
     start, end = window(since, None, before)
+    check_scope(start, end, app)
     scope = window_text(start, end) + (f", app~'{app}'" if app else "")
     if not yes:
         typer.confirm(f"Delete every frame in {scope}? This cannot be undone", abort=True)
     with open_store(home) as store:
         removed = delete(store, start=start, end=end, app=app)
     typer.echo(f"deleted {removed} frame(s) in {scope}")
+
+
+def _clear_damaged(home: Path | None, yes: bool) -> None:
+    from backscroll.manage import discard_damaged
+
+    if not yes:
+        typer.confirm(
+            "Delete the unreadable bytes kept aside and the events that do not decode? "
+            "They cannot be read by this version of Backscroll",
+            abort=True,
+        )
+    with open_store(home) as store:
+        done = discard_damaged(store)
+    typer.echo(
+        f"removed {done.files} damaged range(s) kept aside and {done.events} event(s) that "
+        "did not decode"
+    )
 
 
 def reindex(
@@ -200,7 +228,12 @@ def import_(
 
     if source != "-" and not Path(source).is_file():
         raise UsageError(f"no such file: {source}")
-    stream = sys.stdin if source == "-" else Path(source).open(encoding="utf-8")  # noqa: SIM115
+    # Bytes that are not UTF-8 reach the parser as surrogates, which refuses their line.
+    stream = (
+        io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
+        if source == "-"
+        else Path(source).open(encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
+    )
     with stream, open_store(home) as store, Progress(transient=True) as bar:
         task = bar.add_task("importing", total=None)
         result = import_frames(

@@ -10,6 +10,9 @@ import typer
 from backscroll.cli._common import App, Home, Since, Until, open_store, window
 from backscroll.errors import BackscrollError, UsageError
 
+MAX_EXPORT = 100_000_000
+"""``export --limit`` at most: far beyond a store's frames (a year of capture is ~1M)."""
+
 
 def register(app: typer.Typer) -> None:
     app.command()(export)
@@ -35,7 +38,7 @@ def export(
         str | None, typer.Option("--query", help="Only frames matching this search.")
     ] = None,
     limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="At most this many frames.")
+        int | None, typer.Option("--limit", min=1, max=MAX_EXPORT, help="At most this many frames.")
     ] = None,
     thumbnails: Annotated[
         bool,
