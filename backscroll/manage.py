@@ -349,6 +349,7 @@ def discard_damaged(store: MemoryStore, origin: Origin = "cli") -> Discarded:
     """The person's decision on damage: rewrite every segment that holds unreadable bytes or
     events that do not decode without them, delete the copies kept aside, and record it."""
     compacted = store.log.compact(lambda _, event: event, repair=True)
+    store.refresh()  # the damage this compaction found is in the views now
     files = store.log.kept_aside()
     for path in files:
         path.unlink()

@@ -137,7 +137,7 @@ def collect(store: MemoryStore) -> dict[str, Any]:
         "views_behind_why": store.behind_why,
         "config_problem": store.config_problem,
         "config_weakened": _weakened(state.weakened),
-        "damage": [_damage(d) for d in state.damage],
+        "damage": [_damage(d) for d in state.damage] + _lost(store),
         "skipped_events": [f"#{u.offset}: {u.why}" for u in state.unapplied],
     }
 
@@ -147,6 +147,13 @@ def _weakened(weakened: Any) -> str | None:
         return None
     by = "a hand edit of config.json" if weakened.origin == "file" else f"{weakened.origin}"
     return f"{by} at {_iso(weakened.ts_us)} weakened privacy: {'; '.join(weakened.what)}"
+
+
+def _lost(store: MemoryStore) -> list[str]:
+    lost = store.log.lost_tail()
+    if lost is None:
+        return []
+    return [f"offsets {lost[0]}..{lost[1]} lost: their segment was deleted or cut short"]
 
 
 def _damage(damage: Any) -> str:

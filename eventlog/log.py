@@ -426,7 +426,9 @@ class Log:
         """The active segment's state, re-scanned only when another process changed it."""
         tail = self._scan_tail()
         handed_out = self._read_next()
-        if handed_out > tail.next_offset and not any(
+        if handed_out <= tail.next_offset:
+            return tail
+        if not any(
             isinstance(n, DamageFound) and n.first_offset == tail.next_offset for n in self._notes
         ):
             # Offsets up to here were handed out but no segment holds them any more: a
@@ -445,8 +447,15 @@ class Log:
                 tail.next_offset,
                 handed_out - 1,
             )
-            tail = self._tail = tail._replace(next_offset=handed_out)
+        tail = self._tail = tail._replace(next_offset=handed_out)
         return tail
+
+    def lost_tail(self) -> tuple[int, int] | None:
+        """The offsets handed out that no segment holds any more, as a reader can tell
+        before the next writer records their loss."""
+        handed_out = self._read_next()
+        tail = self.next_offset()
+        return (tail, handed_out - 1) if handed_out > tail else None
 
     def _scan_tail(self) -> _Tail:
         segments = self.segments()

@@ -59,7 +59,9 @@ class Problem(NamedTuple):
     """How many bytes from ``position`` are unreadable (0: not a range of bytes)."""
 
     def __str__(self) -> str:
-        where = f"{self.segment} @ byte {self.position}" if self.segment else "event"
+        if not self.segment:  # an event, not bytes: located by its offset alone
+            return f"offset {self.offset}: {self.message}"
+        where = f"{self.segment} @ byte {self.position}"
         return (
             f"{where} (offset {self.offset}): {self.message}"
             if self.offset is not None

@@ -22,6 +22,7 @@ from backscroll.errors import LockedError, is_disk_full
 from backscroll.home import ensure_dir, fsync_dir, write_atomic
 from eventlog.events import (
     FRAME_TYPE,
+    DamageFound,
     Event,
     FrameCaptured,
     PurgeCompleted,
@@ -65,6 +66,7 @@ class Projector:
         if state is None or self.search.position < 0 <= state.position:
             state = State()
         self.state = state
+        self._rebuild = False
 
     def close(self) -> None:
         try:
@@ -117,6 +119,9 @@ class Projector:
             self._commit(last_offset)
         if progress:
             progress(done, max(total, done))
+        if self._rebuild:
+            self._rebuild = False
+            self.rebuild_all()
         self.execute_pending()
         self.state.log_mark = self.log.mark() if self.state.pending_deletions() else mark
         self.state.save(self.layout.views)
@@ -148,6 +153,9 @@ class Projector:
         if event is None:
             self.state.skip(record.offset, problems[0].message)
             return
+        if isinstance(event, DamageFound):
+            # Frames the views hold may be gone from the log: rebuild from what it holds.
+            self._rebuild = True
         try:
             self._apply(record.offset, event)
         except (ValueError, TypeError, OverflowError) as exc:

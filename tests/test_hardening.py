@@ -123,7 +123,7 @@ def test_one_event_that_does_not_decode_never_bricks_the_store(
     code, out, _ = run(capsys, "status")
     assert f"skipped:   event #{bad}" in out
     code, out, _ = run(capsys, "verify")
-    assert code == 1 and f"(offset {bad}): frame event does not decode" in out
+    assert code == 1 and f"offset {bad}: frame event does not decode" in out
     assert "word00001" in run(capsys, "search", "word00001")[1]
 
     code, out, _ = run(capsys, "clear", "--damaged", "-y")
