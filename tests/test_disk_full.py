@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import random
 import re
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from backscroll.cli import main
 from tests.smallfs import MB, SmallFS, small_filesystem
+from tests.test_cli import run
 
 # 32 MB holds the whole store once the filler is gone: about 2.7 KB of log and 2.7 KB of
 # index per frame (measured), so ~17 MB for the 3,012 frames, plus room for Tantivy's merges.
@@ -32,20 +31,6 @@ ROOM = 4 * MB
 SEEDED = 12
 LINES = 3000  # ~7.8 MB of frames: twice the room, whatever the import's batch size
 SEED_WORD = "quokka"  # in every seeded frame, in none of the big import's
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    argv = sys.argv
-    sys.argv = ["backscroll", *args]
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    finally:
-        sys.argv = argv
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # -- realistic frames --------------------------------------------------------------------

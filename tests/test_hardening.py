@@ -36,6 +36,17 @@ def line(i: int, app: str = "Terminal", text: str = "") -> str:
     return json.dumps({"ts": T + i, "app": app, "title": f"{app} window", "text": body})
 
 
+def import_lines(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, numbers: range | list[int]
+) -> Path:
+    """Import frames ``numbers`` through the CLI; returns the file, for another import."""
+    source = tmp_path / "frames.jsonl"
+    source.write_text("\n".join(line(i) for i in numbers) + "\n")
+    code, _, err = run(capsys, "import", str(source))
+    assert code == 0, err
+    return source
+
+
 def log_bytes(home: Path) -> dict[str, bytes]:
     log = home / "log"
     return {str(p): p.read_bytes() for p in sorted(log.rglob("*")) if p.is_file()}
@@ -102,9 +113,7 @@ def test_import_lines_that_cannot_be_frames_are_one_line_each(
 def test_one_event_that_does_not_decode_never_bricks_the_store(
     tmp_path: Path, backscroll_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    source = tmp_path / "frames.jsonl"
-    source.write_text("\n".join(line(i) for i in range(3)) + "\n")
-    assert run(capsys, "import", str(source))[0] == 0
+    source = import_lines(capsys, tmp_path, range(3))
     bad = smuggle(
         backscroll_home,
         FrameCaptured(ts_us=1, frame_id=0, captured_us=-5_000_000, app="a", title="b"),
@@ -295,9 +304,7 @@ def test_a_hand_edit_that_weakens_privacy_is_recorded_and_shown(
 def test_an_empty_scope_is_an_error_never_everything(
     tmp_path: Path, backscroll_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    source = tmp_path / "frames.jsonl"
-    source.write_text("\n".join(line(i) for i in range(5)) + "\n")
-    assert run(capsys, "import", str(source))[0] == 0
+    import_lines(capsys, tmp_path, range(5))
     before = log_bytes(backscroll_home)
     for args in (["--app", ""], ["--app", "  "], ["--before", ""], ["--since", ""]):
         code, _, err = run(capsys, "clear", *args, "-y")
@@ -309,9 +316,7 @@ def test_an_empty_scope_is_an_error_never_everything(
 def test_a_damaged_compaction_manifest_is_finished_not_a_traceback(
     tmp_path: Path, backscroll_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    source = tmp_path / "frames.jsonl"
-    source.write_text("\n".join(line(i) for i in range(5)) + "\n")
-    assert run(capsys, "import", str(source))[0] == 0
+    import_lines(capsys, tmp_path, range(5))
     (backscroll_home / "log" / "COMPACT").write_bytes(b'{"install": [')
     code, _, err = run(capsys, "pause", "10m")
     assert code == 0, err
@@ -323,9 +328,7 @@ def test_a_damaged_compaction_manifest_is_finished_not_a_traceback(
 def test_a_segment_deleted_by_hand_is_reported_not_healed(
     tmp_path: Path, backscroll_home: Path, capsys: pytest.CaptureFixture[str], which: str
 ) -> None:
-    source = tmp_path / "frames.jsonl"
-    source.write_text("\n".join(line(i) for i in range(5)) + "\n")
-    assert run(capsys, "import", str(source))[0] == 0
+    source = import_lines(capsys, tmp_path, range(5))
     for segment in sorted((backscroll_home / "log").glob("*.seg")):
         segment.unlink()
     if which == "every":
@@ -347,9 +350,7 @@ def test_a_segment_deleted_by_hand_is_reported_not_healed(
 def test_export_and_show_take_any_number_without_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    source = tmp_path / "frames.jsonl"
-    source.write_text("\n".join(line(i) for i in range(3)) + "\n")
-    assert run(capsys, "import", str(source))[0] == 0
+    import_lines(capsys, tmp_path, range(3))
     code, out, err = run(capsys, "export", "--limit", "100000000", "--out", str(tmp_path / "e"))
     assert code == 0 and "3" in out, err
     for args in (

@@ -31,7 +31,11 @@ def register(app: typer.Typer) -> None:
 
 def search(
     query: Annotated[
-        str, typer.Argument(help='Words (all must match, else near misses), "phrases", prefix*.')
+        str,
+        typer.Argument(
+            help='Words (all must match, else near misses), "phrases", prefix*. A word that '
+            "starts with - goes after --: backscroll search -- -word"
+        ),
     ],
     since: Since = None,
     until: Until = None,
