@@ -29,7 +29,8 @@ def main() -> None:
     (locals would hold screen text and keys). Exit 2 for a usage error (an unknown option, a
     missing argument, a value of the wrong type), 1 for every other error and for a declined
     confirmation, 130 on Ctrl-C; a command's own ``typer.Exit(code)`` passes through."""
-    from backscroll.errors import BackscrollError
+    from backscroll.errors import BackscrollError, DiskFullError, is_disk_full
+    from backscroll.home import resolve_home
 
     _escape_unencodable_output()
     try:
@@ -47,6 +48,13 @@ def main() -> None:
         _fail(_sentence(exc.format_message()), exc.exit_code)
     except typer.Abort:
         _fail("aborted", 1)
+    except OSError as exc:
+        # What a command did not turn into its own message (a file it was told to use):
+        # still one line, a full disk said as such.
+        if is_disk_full(exc):
+            _fail(str(DiskFullError(resolve_home(None))), 1)
+        where = f": {exc.filename}" if exc.filename else ""
+        _fail(f"{exc.strerror or exc}{where}", 1)
     except KeyboardInterrupt:
         sys.exit(130)
     if isinstance(code, int) and code:

@@ -107,7 +107,7 @@ def show(
     json: Json = False,
 ) -> None:
     """A frame's full text and metadata; --save writes its decrypted thumbnail."""
-    from backscroll.errors import NotFoundError
+    from backscroll.errors import NotFoundError, UsageError
     from query.format import show_text
 
     with open_store(home) as store:
@@ -116,7 +116,10 @@ def show(
     if save:
         if jpeg is None:
             raise NotFoundError(f"frame #{frame_id} has no readable thumbnail")
-        save.write_bytes(jpeg)
+        try:
+            save.write_bytes(jpeg)
+        except OSError as exc:
+            raise UsageError(f"cannot write the thumbnail to {save}: {exc.strerror}") from None
     if json:
         emit_json(_hit_json(hit) | {"text": hit.text, "saved": str(save) if save else None})
     else:
