@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from backscroll.errors import ConfigError
+from backscroll.errors import ConfigError, is_text
 
 CONFIG_VERSION = 2
 
@@ -94,6 +94,10 @@ def config_from_dict(data: dict[str, Any]) -> Config:
     if not isinstance(data, dict):
         raise ConfigError(f"invalid config: a JSON object is needed, not {type(data).__name__}")
     data = dict(data)
+    for key, value in data.items():
+        values = value if isinstance(value, list | tuple) else [value]
+        if any(isinstance(v, str) and not is_text(v) for v in values):
+            raise ConfigError(f"invalid config: {key} is not UTF-8 text")
     version = data.get("config_version", 1)
     old = isinstance(version, int | float) and version < 2
     if old and isinstance(data.get("deny_apps"), list | tuple):

@@ -80,6 +80,16 @@ class DiskFullError(StoreError):
         )
 
 
+def is_text(value: str) -> bool:
+    """Whether ``value`` is text that can be stored: no lone surrogates (bytes that were not
+    UTF-8 reach Python as those, through argv or a file read with surrogateescape)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def is_disk_full(exc: BaseException) -> bool:
     """An out-of-space error, as the OS raises it or as Tantivy reports one (a ValueError
     naming Rust's ``StorageFull``)."""

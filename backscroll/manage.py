@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from backscroll.errors import DiskFullError, UsageError, is_disk_full
+from backscroll.errors import DiskFullError, UsageError, is_disk_full, is_text
 from backscroll.home import fsync_dir
 from backscroll.store import MemoryStore
 from capture.record import Seen, record_frame
@@ -141,7 +141,7 @@ class _Rereadable:
 def parse_import_line(line: str, now: int) -> Seen:
     """One JSON Lines row, checked against what a ``FrameCaptured`` may hold before anything
     is appended; the error names the field and the value."""
-    if _has_surrogate(line):  # bytes that were not UTF-8, kept by surrogateescape
+    if not is_text(line):  # bytes that were not UTF-8, kept by surrogateescape
         raise UsageError("not UTF-8 text (a binary line?)")
     try:
         row = json.loads(line)
@@ -159,7 +159,7 @@ def parse_import_line(line: str, now: int) -> Seen:
             raise UsageError(f"'{key}' must be a string, not {_shown(value)}")
         if len(value) > limit:
             raise UsageError(f"'{key}' is {len(value):,} characters; at most {limit:,}")
-        if _has_surrogate(value):
+        if not is_text(value):
             raise UsageError(f"'{key}' holds a lone surrogate (\\ud800-\\udfff), not text")
     source = row.get("text_source", "ocr" if row["text"] else "none")
     if source not in TEXT_SOURCES:
@@ -167,7 +167,7 @@ def parse_import_line(line: str, now: int) -> Seen:
     jpeg = None
     image = row.get("image")
     if image is not None and image != "":
-        if not isinstance(image, str) or _has_surrogate(image) or "\0" in image:
+        if not isinstance(image, str) or not is_text(image) or "\0" in image:
             raise UsageError(f"'image' must be a file path, not {_shown(image)}")
         jpeg = _jpeg_from(Path(image))
     return Seen(
@@ -206,14 +206,6 @@ def _timestamp_us(value: Any, now: int) -> int:
     if us > now + FUTURE_US:
         raise UsageError(f"'ts' {_shown(value)} is more than a day in the future")
     return us
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _shown(value: Any) -> str:
@@ -333,6 +325,8 @@ def check_scope(start: datetime | None, end: datetime | None, app: str | None) -
     """A deletion's scope as given: an empty one is refused, never taken for everything."""
     if app is not None and not app.strip():
         raise UsageError("an empty app scope would match every frame: name the app, or omit it")
+    if app is not None and not is_text(app):
+        raise UsageError("the app scope is not UTF-8 text")
     if start is not None and end is not None and end <= start:
         raise UsageError("the scope ends before it starts")
     for name, bound in (("since", start), ("until", end)):

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from backscroll import tokens
-from backscroll.errors import DecryptionError, NotFoundError
+from backscroll.errors import DecryptionError, NotFoundError, QueryError, is_text
 from eventlog.events import MAX_OFFSET
 from projector.schema import folded, frame_meta, frame_query, partition_of
 from projector.state import Deletion, State, matches
@@ -83,6 +83,7 @@ class Searcher:
         self, query: str, window: Window = Window(), app: str | None = None, limit: int = 15
     ) -> list[Hit]:
         """Best first; near misses (``Hit.near_miss``) when no frame has every term."""
+        _check_app(app)
         terms = parse_query(query)
         found = self._search(terms, window, app, limit, every=True)
         if not found and len(terms) > 1:
@@ -174,6 +175,7 @@ class Searcher:
         else the latest ``limit``."""
         import tantivy
 
+        _check_app(app)
         newest_first = window.start is None
         indexes = self._indexes(window)
         if newest_first:
@@ -400,6 +402,11 @@ def _raw_text(d: dict[str, Any]) -> Any:
     if d.get("body"):
         return bytes(d["body"][0]).decode()
     return d["text"][0] if d.get("text") else ""
+
+
+def _check_app(app: str | None) -> None:
+    if app is not None and not is_text(app):
+        raise QueryError("the app filter is not UTF-8 text")
 
 
 _pool: ThreadPoolExecutor | None = None
