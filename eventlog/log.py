@@ -883,10 +883,9 @@ class Log:
             )
             if not damage.aside:
                 message = (
-                    f"{held} were lost: their segment was deleted or cut short behind the "
-                    "log's back"
+                    f"lost {held}: their segment was deleted or cut short behind the log's back"
                 )
-            elif (self.path / damage.aside).exists():
+            elif self._aside_path(damage.aside) is not None:
                 message = (
                     f"{damage.length} unreadable bytes (may have held {held}) kept aside as "
                     f"log/{damage.aside} by {damage.rewrite}"
@@ -909,10 +908,19 @@ class Log:
         paths = set(self.damaged())
         for _, event in self.read(types={TYPE_CODES[DamageFound]}):
             if isinstance(event, DamageFound) and event.aside:
-                path = self.path / event.aside
-                if path.exists():
+                path = self._aside_path(event.aside)
+                if path is not None:
                     paths.add(path)
         return sorted(paths)
+
+    def _aside_path(self, aside: str) -> Path | None:
+        """The copy an event names, if it exists and is one the log makes: a hand-made event
+        must not point ``clear --damaged`` at any other file."""
+        path = self.path / aside
+        own = path.parent in (self.path, self.path / DAMAGED_DIR) and path.name.endswith(
+            (DAMAGED_SUFFIX, TORN_SUFFIX)
+        )
+        return path if own and ".." not in Path(aside).parts and path.is_file() else None
 
     def disk_bytes(self) -> int:
         while True:

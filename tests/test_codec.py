@@ -137,6 +137,7 @@ def test_every_event_type_round_trips_through_the_log(cls: type[Event], tmp_path
     problems = log.verify()
     if cls is DamageFound:  # the damage they describe is reported, and nothing else
         assert all("lost" in p.message or "gone" in p.message for p in problems), problems
+        assert log.kept_aside() == []  # no event points it at a file the log did not make
     else:
         assert problems == []
 

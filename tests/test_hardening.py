@@ -338,7 +338,7 @@ def test_a_segment_deleted_by_hand_is_reported_not_healed(
     assert code == 1 and "missing" in out, out
     assert run(capsys, "reindex", "--views-only")[0] == 0
     code, out, _ = run(capsys, "verify")
-    assert code == 1 and "were lost" in out, out
+    assert code == 1 and "lost offsets" in out, out
     assert "lost" in run(capsys, "status")[1]
     # The lost offsets are never handed out again: a new frame gets a new id.
     source.write_text(line(7) + "\n")
@@ -393,3 +393,21 @@ def test_codec_check_is_what_decode_accepts() -> None:
     codec.check(codec.encode(ok))
     with pytest.raises(msgspec.ValidationError):
         codec.check(codec.encode(msgspec.structs.replace(ok, captured_us=-1)))
+
+
+def test_a_hand_made_damage_event_cannot_point_clear_damaged_at_other_files(
+    tmp_path: Path, backscroll_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import_lines(capsys, tmp_path, range(2))
+    assert run(capsys, "deny", "add", "MyBank")[0] == 0  # writes config.json
+    target = backscroll_home / "config.json"
+    assert target.exists()
+    with MemoryStore() as store:
+        for aside in ("../config.json", "LOCK", "NEXT", "damaged/../../config.json"):
+            store.log.append(
+                DamageFound(ts_us=1, segment="x", first_offset=0, last_offset=0, aside=aside)
+            )
+    assert run(capsys, "clear", "--damaged", "-y")[0] == 0
+    assert target.exists()
+    assert (backscroll_home / "log" / "LOCK").exists()
+    assert (backscroll_home / "log" / "NEXT").exists()
