@@ -2,7 +2,8 @@
 
 Each example starts from a copy of a home seeded once per test (frames imported through
 ``backscroll import``, one with a thumbnail) and runs one to three generated calls, each a
-``main()`` in a fork of its own, as the console script runs. After every call:
+``main()`` in a process of its own (forked by ``Zygote``), as the console script runs.
+After every call:
 
 - the exit code is 0, 1 or 2, and no traceback shows;
 - a failed call printed exactly one line on stderr, ``backscroll: …``, and left every byte
@@ -32,8 +33,10 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections import Counter
@@ -49,6 +52,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from backscroll.cli import app, main
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="each call runs in a fork")
 
@@ -70,6 +74,7 @@ JSON = "\0json"  # --json as the flag, never as another option's value
 PATH_KINDS = ("new", "empty-dir", "full-dir", "file", "under-a-file", "missing-parents")
 PATH = st.sampled_from([f"\0path:{kind}" for kind in PATH_KINDS])
 KEPT = "a file someone keeps here"
+HUNG = 60
 
 COVERED: Counter[str] = Counter()
 CALLS = 0
@@ -296,7 +301,7 @@ EVERYTHING = st.one_of(READ, MANAGE, DESTROY, EXPORT, IMPORT)
 @dataclass(frozen=True)
 class Ran:
     args: tuple[str, ...]
-    code: int  # negative: killed by that signal
+    code: int  # negative: killed by that signal (-9: it did not end in HUNG seconds)
     out: str
     err: str
 
@@ -308,48 +313,121 @@ class Ran:
 
 
 def run(*args: str) -> Ran:
-    """``main()`` with this argv in a forked child, as the console script runs it: its own
-    stdout (strict UTF-8, as on a UTF-8 terminal), stderr (backslashreplace) and an empty
-    stdin (a prompt reads EOF). In a child, what a call leaves behind (threads, caches) goes
-    with it, and a crash in native code (a Rust abort, a segfault) fails the example rather
-    than the test process."""
-    with (
-        tempfile.TemporaryFile() as out,
-        tempfile.TemporaryFile() as err,
-        tempfile.TemporaryFile() as imported,
-    ):
-        loaded = set(sys.modules)
-        pid = os.fork()
-        if pid == 0:  # the child: never returns into pytest
-            code = 1
-            try:
-                _standard_streams(out.fileno(), err.fileno())
-                sys.argv = ["backscroll", *args]
-                code = _as_a_process()
-                imported.write("\n".join(set(sys.modules) - loaded).encode())
-                imported.flush()
-            finally:
-                os._exit(code)
-        status = _wait(pid)
-        for file in (out, err, imported):
-            file.seek(0)
-        _warm(imported.read().decode().split())
-        return Ran(args, status, out.read().decode("utf-8", "replace"), err.read().decode())
+    """``main()`` with this argv in a process of its own, as the console script runs it: its
+    own stdout (strict UTF-8, as on a UTF-8 terminal), stderr (backslashreplace) and an
+    empty stdin (a prompt reads EOF), this process's environment and folder. What a call
+    leaves behind (threads, caches) goes with it, and a crash in native code (a Rust abort,
+    a segfault) fails the example rather than the test run."""
+    with tempfile.TemporaryDirectory() as folder:
+        out, err = Path(folder, "out"), Path(folder, "err")
+        code = Zygote.running().call(
+            {
+                "args": args,
+                "out": str(out),
+                "err": str(err),
+                "env": dict(os.environ),
+                "cwd": os.getcwd(),
+            }
+        )
+        return Ran(args, code, out.read_bytes().decode("utf-8", "replace"), err.read_text())
+
+
+class Zygote:
+    """A clean process that forks one child per call. The test process cannot fork: other
+    tests' in-process calls leave threads in it (the search pool, Tantivy's), and a lock one
+    of them held stays held in a forked child, which hangs. The zygote runs no command
+    itself, so it has one thread; it imports what its children imported, so that the next
+    ones start with the libraries the commands import lazily (a third of a second each)."""
+
+    _one: Zygote | None = None
+
+    def __init__(self) -> None:
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115  (its stderr, for as long as it runs)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "from tests.test_fuzz_cli import Zygote; Zygote.serve()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            cwd=REPO,
+            text=True,
+        )
+
+    @classmethod
+    def running(cls) -> Zygote:
+        if cls._one is None:
+            cls._one = Zygote()
+        return cls._one
+
+    @classmethod
+    def stop(cls) -> None:
+        if cls._one is not None:
+            zygote, cls._one = cls._one, None
+            assert zygote.process.stdin is not None and zygote.process.stdout is not None
+            zygote.process.stdin.close()  # its loop ends
+            zygote.process.wait(timeout=HUNG)
+            zygote.process.stdout.close()
+            zygote.log.close()
+
+    def call(self, request: dict[str, Any]) -> int:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(request) + "\n")  # lone surrogates as \udcxx
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        if not answer:
+            self.log.seek(0)
+            raise AssertionError(f"the zygote died:\n{self.log.read().decode()}")
+        code: int = json.loads(answer)
+        return code
+
+    @staticmethod
+    def serve() -> None:
+        # Built once here rather than in every child (30 ms, a third of a short call).
+        typer.main.get_command = functools.cache(typer.main.get_command)
+        typer.main.get_command(app)
+        for line in sys.stdin:
+            request = json.loads(line)
+            with tempfile.TemporaryFile() as imported:
+                loaded = set(sys.modules)
+                _single_threaded()
+                pid = os.fork()
+                if pid == 0:  # the child
+                    code = 1
+                    try:
+                        os.environ.clear()
+                        os.environ.update(request["env"])
+                        os.chdir(request["cwd"])
+                        _standard_streams(request["out"], request["err"])
+                        sys.argv = ["backscroll", *request["args"]]
+                        code = _as_a_process()
+                        imported.write("\n".join(set(sys.modules) - loaded).encode())
+                        imported.flush()
+                    finally:
+                        os._exit(code)
+                code = _wait(pid)
+                imported.seek(0)
+                _warm(imported.read().decode().split())
+            print(json.dumps(code), flush=True)
+
+
+def _single_threaded() -> None:
+    tasks = Path("/proc/self/task")
+    native = len(list(tasks.iterdir())) if tasks.exists() else 1
+    assert threading.active_count() == 1 and native == 1, (
+        f"threads before a fork: {threading.enumerate()}, {native} native"
+    )
 
 
 def _warm(modules: list[str]) -> None:
-    """Import here what a child imported: the commands import their libraries lazily, and
-    without this every child would import them again (a third of a second a call)."""
     for name in modules:
         if name not in sys.modules:
             with contextlib.suppress(Exception):
                 importlib.import_module(name)
 
 
-def _standard_streams(out: int, err: int) -> None:
+def _standard_streams(out: str, err: str) -> None:
     """The streams a process on a UTF-8 terminal starts with, on these files."""
-    os.dup2(out, 1)
-    os.dup2(err, 2)
+    os.dup2(os.open(out, os.O_WRONLY | os.O_CREAT, 0o600), 1)
+    os.dup2(os.open(err, os.O_WRONLY | os.O_CREAT, 0o600), 2)
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     sys.stdin = os.fdopen(0, "r", encoding="utf-8", closefd=False)
     sys.stdout = os.fdopen(1, "w", encoding="utf-8", closefd=False)
@@ -379,17 +457,17 @@ def _as_a_process() -> int:
     return code
 
 
-def _wait(pid: int, timeout: float = 120) -> int:
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
+def _wait(pid: int) -> int:
+    """The child's exit code; a call that has not ended in ``HUNG`` seconds (a few frames take
+    well under one) is killed, and shows as killed by SIGKILL."""
+    deadline = time.monotonic() + HUNG
+    while not (ended := os.waitpid(pid, os.WNOHANG))[0]:
         if time.monotonic() > deadline:
             os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            raise AssertionError(f"the call did not end in {timeout} s")
+            ended = os.waitpid(pid, 0)
+            break
         time.sleep(0.002)
+    return os.waitstatus_to_exitcode(ended[1])
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -530,13 +608,9 @@ def store(backscroll_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 @pytest.fixture(scope="module", autouse=True)
-def command_built_once() -> Iterator[None]:
-    """Every child would build the click command from the typer app again (30 ms, a third
-    of a short call): built once here, each fork starts with it."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(typer.main, "get_command", functools.cache(typer.main.get_command))
-        typer.main.get_command(app)
-        yield
+def zygote() -> Iterator[None]:
+    yield
+    Zygote.stop()
 
 
 @pytest.fixture(scope="module", autouse=True)

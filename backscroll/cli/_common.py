@@ -76,7 +76,8 @@ def on_off(value: str | None, name: str) -> bool | None:
         return True
     if lowered in ("off", "false", "no", "0"):
         return False
-    raise UsageError(f"{name} takes on or off, not {value!r}")
+    shown = repr(value) if len(value) <= 40 else repr(value[:39]) + "…"  # one short line
+    raise UsageError(f"{name} takes on or off, not {shown}")
 
 
 def stamp(when: datetime) -> str:
