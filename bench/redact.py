@@ -27,7 +27,7 @@ from capture.redact import KINDS, redact
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-DATA = SHARED / "benchmarks" / "secrets.jsonl"
+DATA = REPO / "tests" / "data" / "secrets.jsonl"
 CORPUS = SHARED / "corpus" / "screen_corpus.py"
 RESULTS = REPO / "bench" / "results" / "redact.txt"
 MARKER = re.compile(r"\[REDACTED:(\w+)\]")

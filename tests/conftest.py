@@ -6,9 +6,6 @@ import pytest
 
 from tests.desktop import desktop  # noqa: F401  (the session's headless desktop)
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-
 
 @pytest.fixture(autouse=True)
 def backscroll_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from backscroll.errors import PhraseError
 from query.phrases import ACCEPTED_FORMS, parse_when, resolve_window
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "timephrases.jsonl"
+DATA = Path(__file__).resolve().parent / "data" / "timephrases.jsonl"  # see data/PROVENANCE.md
 ROWS = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
 CORE = [row for row in ROWS if row["tier"] == "core"]
 EXTENDED = [row for row in ROWS if row["tier"] == "extended"]

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from bench.redact import false_positive_rate, load_rows, recall, score, score_table
 from capture.redact import KINDS, Redaction, redact
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "secrets.jsonl"
+DATA = Path(__file__).resolve().parent / "data" / "secrets.jsonl"  # see data/PROVENANCE.md
 
 
 def redacted(text: str) -> str:
