@@ -24,6 +24,7 @@ from eventlog.format import (
     MAGIC,
     RECORD,
     ZSTD_LEVEL,
+    parse_segment_name,
 )
 from eventlog.fs import FileSystem
 
@@ -267,7 +268,8 @@ def _sealed_records(
 ) -> Iterator[Record]:
     dctx = zstandard.ZstdDecompressor()
     pos, end = HEADER.size, len(data)
-    after = _base_of_name(name) - 1  # the last offset read: damage lies above it
+    parsed = parse_segment_name(name)
+    after = (parsed[0] if parsed else 0) - 1  # the last offset read: damage lies above it
     while pos + BLOCK.size <= end:
         magic, length, crc, first, last, _count = BLOCK.unpack_from(data, pos)
         stop = pos + BLOCK.size + length
@@ -327,11 +329,6 @@ def _block_records(raw: bytes, first: int, start: int) -> list[Record] | None:
             records.append(Record(offset, type_code, raw[pos + RECORD.size : stop]))
         after, pos = offset, stop
     return records if pos == end else None
-
-
-def _base_of_name(name: str) -> int:
-    stem = name.split(".", 1)[0]
-    return int(stem) if stem.isdigit() else 0
 
 
 def encode_sealed(header: Header, records: Iterable[Record]) -> bytes:
