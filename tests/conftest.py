@@ -6,6 +6,8 @@ import pytest
 
 from tests.desktop import desktop  # noqa: F401  (the session's headless desktop)
 
+REPO = Path(__file__).resolve().parent.parent
+
 
 @pytest.fixture(autouse=True)
 def backscroll_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
