@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from backscroll.config import Config
-    from backscroll.errors import BackscrollError
     from backscroll.store import MemoryStore
+    from base.config import Config
+    from base.errors import BackscrollError
     from capture.redact import Redaction, redact
     from query.phrases import parse_when
     from query.search import Hit
@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 __all__ = ["BackscrollError", "Config", "Hit", "MemoryStore", "Redaction", "parse_when", "redact"]
 
 _WHERE = {
-    "BackscrollError": "backscroll.errors",
-    "Config": "backscroll.config",
+    "BackscrollError": "base.errors",
+    "Config": "base.config",
     "Hit": "query.search",
     "MemoryStore": "backscroll.store",
     "Redaction": "capture.redact",

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 
 import zstandard
 
-from backscroll.errors import DecryptionError, StoreError
-from backscroll.tokens import normalize, words
+from base.errors import DecryptionError, StoreError
+from base.tokens import normalize, words
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM

@@ -2,7 +2,7 @@
 
     report = run_demo(seconds=60, home=None, echo=print)
 
-It starts the desktop of ``capture.desktop`` (Xvfb, a private session bus, openbox, AT-SPI),
+It starts the desktop of ``backscroll.desktop`` (Xvfb, a private session bus, openbox, AT-SPI),
 opens real windows on it (a terminal where a command failed, a GTK invoice, a build whose
 title changes, a password manager that the deny list keeps out), runs ``backscroll start``
 against it in a store of its own, switches between the windows over ``seconds``, then shows
@@ -34,11 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from backscroll.errors import CaptureError, UsageError
-from backscroll.home import is_default_home, resolve_home
+from base.errors import CaptureError, UsageError
+from base.home import is_default_home, resolve_home
 
 if TYPE_CHECKING:
-    from capture.desktop import Desktop, Window
+    from backscroll.desktop import Desktop, Window
 
 __all__ = ["DemoReport", "run_demo"]
 
@@ -123,7 +123,8 @@ def run_demo(
         raise UsageError(f"--seconds must be at least {MIN_SECONDS:g}")
     check_requirements()
     store = _demo_home(home)
-    from capture.desktop import DesktopError, headless_desktop
+    from backscroll.desktop import headless_desktop
+    from base.errors import DesktopError
 
     echo(f"Backscroll demo: a private headless desktop, recorded into {store}")
     try:
@@ -173,7 +174,7 @@ def _terminated_cleanly() -> Iterator[None]:
 
 def check_requirements() -> None:
     """``CaptureError`` naming every package to install, in one line, when any is missing."""
-    from capture.desktop import missing_packages
+    from backscroll.desktop import missing_packages
 
     packages = missing_packages()
     for binary, names in OCR_PACKAGES.items():
@@ -343,7 +344,7 @@ def _status(store: Path) -> str:
 
 def _show_results(store: Path, echo: Callable[[str], object]) -> DemoReport:
     from backscroll.store import MemoryStore
-    from query.format import search_text, timeline_text
+    from query.render import search_text, timeline_text
 
     report = DemoReport(store)
     with MemoryStore(store) as memory:

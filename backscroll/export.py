@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from backscroll.errors import BackscrollError, UsageError
+from base.errors import BackscrollError, UsageError
 
 if TYPE_CHECKING:
     from backscroll.store import MemoryStore

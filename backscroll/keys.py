@@ -38,8 +38,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import msgspec
 
-from backscroll.errors import KeyUnavailableError
-from backscroll.home import ensure_dir, is_default_home, private_umask, write_atomic
+from base.errors import KeyUnavailableError
+from base.fs import ensure_dir, private_umask, write_atomic
+from base.home import is_default_home
 
 if TYPE_CHECKING:
     from keyring.backend import KeyringBackend

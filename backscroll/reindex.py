@@ -14,13 +14,13 @@ from typing import Any
 
 import msgspec
 
-from backscroll.config import Config
-from backscroll.errors import DecryptionError, LockedError
-from backscroll.manage import store_crypto
+from backscroll.actions import store_crypto
+from backscroll.record import redact_frame, write_thumbnail
 from backscroll.store import MemoryStore
-from capture.record import redact_frame, write_thumbnail
+from base.clock import now_us
+from base.config import Config
+from base.errors import DecryptionError, LockedError
 from eventlog.events import Event, FrameCaptured, FramesRewritten, ReindexRequested
-from eventlog.segment import now_us
 from projector.runner import Projector
 
 

@@ -34,8 +34,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from backscroll.errors import BackscrollError
-from backscroll.home import ensure_dir, is_default_home, resolve_home
+from base.errors import BackscrollError
+from base.fs import ensure_dir
+from base.home import is_default_home, resolve_home
 
 __all__ = [
     "DISPLAY_VARIABLES",

@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from backscroll.store import MemoryStore
-from eventlog.segment import now_us
+from base.clock import now_us
 
 HEARTBEAT = "daemon.json"
 # A heartbeat older than this (with a live pid) means the daemon is stuck, not running.

@@ -14,19 +14,20 @@ from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from backscroll.config import Config, config_from_dict, weakened
-from backscroll.errors import (
+from base.clock import now_us
+from base.config import Config, config_from_dict, weakened
+from base.errors import (
     BackscrollError,
     ConfigError,
     DiskFullError,
     LockedError,
     is_disk_full,
 )
-from backscroll.home import ensure_dir, private_umask, resolve_home, write_atomic
+from base.fs import ensure_dir, private_umask, write_atomic
+from base.home import Layout, resolve_home
 from eventlog.events import ConfigChanged, Event, Origin
 from eventlog.log import Log
-from eventlog.segment import now_us
-from projector.runner import Layout, Progress, Projector
+from projector.runner import Progress, Projector
 from projector.state import State
 from query.search import Hit, Searcher, Window
 from query.views import ViewReader
@@ -169,7 +170,7 @@ class MemoryStore:
         if self.crypto is None:
             hit.problem = f"frame {hit.id}: the encryption key is not available"
             return None
-        from backscroll.errors import DecryptionError
+        from base.errors import DecryptionError
 
         try:
             return self.crypto.decrypt_thumb(hit.id, data)

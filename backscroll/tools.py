@@ -31,7 +31,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 import msgspec
 
-from backscroll.errors import BackscrollError, UsageError
+from base.errors import BackscrollError, UsageError
 
 T = TypeVar("T")
 
@@ -125,8 +125,8 @@ class MemoryTool(_Tool):
             return error(str(exc), action=params.action)
 
     def _search(self, p: Params) -> ToolResult:
-        from query.format import search_text
         from query.phrases import resolve_window
+        from query.render import search_text
 
         if p.query is None:
             raise UsageError("search needs a query")
@@ -145,7 +145,7 @@ class MemoryTool(_Tool):
         return ToolResult(output=search_text(p.query, hits, start, end, p.app, why), metadata=meta)
 
     def _show(self, p: Params) -> ToolResult:
-        from query.format import show_text
+        from query.render import show_text
 
         if p.id is None:
             raise UsageError("show needs an id (a frame id from search or timeline)")
@@ -157,8 +157,8 @@ class MemoryTool(_Tool):
         return ToolResult(output=show_text(hit), metadata=meta, attachments=attachments)
 
     def _timeline(self, p: Params) -> ToolResult:
-        from query.format import group_hits, timeline_text
         from query.phrases import resolve_window
+        from query.render import group_hits, timeline_text
 
         start, end = resolve_window(p.since, p.until)
         with self._store() as store:
@@ -230,7 +230,7 @@ class MemoryManageTool(_Tool):
             return error(str(exc), action=params.action)
 
     def _pause(self, p: Params) -> ToolResult:
-        from backscroll.manage import pause, pause_until
+        from backscroll.actions import pause, pause_until
 
         until = pause_until(p.duration)
         with self._store() as store:
@@ -240,14 +240,14 @@ class MemoryManageTool(_Tool):
         return ToolResult(output=f"Screen memory capture paused {shown}.", metadata=meta)
 
     def _resume(self, p: Params) -> ToolResult:
-        from backscroll.manage import resume
+        from backscroll.actions import resume
 
         with self._store() as store:
             resume(store, origin="tool")
         return ToolResult(output="Screen memory capture resumed.", metadata={"action": "resume"})
 
     def _deny(self, p: Params) -> ToolResult:
-        from backscroll.manage import deny
+        from backscroll.actions import deny
 
         with self._store() as store:
             if p.deny_add or p.deny_remove:
@@ -281,9 +281,9 @@ class MemoryManageTool(_Tool):
         return ToolResult(output="\n".join([head, *lines]), metadata=meta)
 
     def _delete(self, p: Params) -> ToolResult:
-        from backscroll.manage import delete
-        from query.format import window_text
+        from backscroll.actions import delete
         from query.phrases import resolve_window
+        from query.render import window_text
 
         if not (p.since or p.until or p.app):
             return error("delete needs a scope (since, until or app); nothing was deleted")

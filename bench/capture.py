@@ -409,9 +409,9 @@ def frame_child(rounds: int, token: str, variant: str) -> list[str]:
     """The child's side: the same desktop, found through the environment it was given."""
     from types import SimpleNamespace
 
-    import capture.daemon
+    import backscroll.daemon
 
-    keep_freed_memory = getattr(capture.daemon, "_keep_freed_memory", None)
+    keep_freed_memory = getattr(backscroll.daemon, "_keep_freed_memory", None)
     if variant == "daemon" and keep_freed_memory is not None:
         keep_freed_memory()  # the first thing Daemon.run does
     display = os.environ["DISPLAY"]
@@ -425,11 +425,11 @@ def frame_child(rounds: int, token: str, variant: str) -> list[str]:
 
 def frame_rows(desk: Desktop, probe: X11Probe, rounds: int, variant: str = "daemon") -> list[str]:
     """The daemon's own capture path timed end to end, then its parts (see the docstring)."""
-    import capture.daemon
-    import capture.record
+    import backscroll.daemon
+    import backscroll.record
     import capture.redact
     from backscroll.crypto import FrameCrypto
-    from capture.daemon import Daemon
+    from backscroll.daemon import Daemon
     from capture.platform import backends
 
     lines = []
@@ -471,14 +471,14 @@ def frame_rows(desk: Desktop, probe: X11Probe, rounds: int, variant: str = "daem
                 steps.wrap(screen, "signature", "screen.signature")
                 steps.wrap(daemon.backends.ax, "window_text", "AX read (AT-SPI)")
                 steps.wrap(screen, "thumbnail", "screen.thumbnail")
-                steps.wrap(capture.daemon, "_small", "event signature 32x18")
+                steps.wrap(backscroll.daemon, "_small", "event signature 32x18")
                 steps.wrap_context(daemon.store.log, "batch", "Log.batch (lock, record, fsync)")
-                steps.wrap(capture.daemon, "record_frame", "  record_frame")
+                steps.wrap(backscroll.daemon, "record_frame", "  record_frame")
                 steps.wrap(capture.redact, "redact", "    redact text + title")
                 steps.wrap(crypto, "encrypt_thumb", "    encrypt_thumb")
                 steps.wrap(crypto, "encrypt_text", "    encrypt_text")
                 steps.wrap(crypto, "blind_tokens", "    blind_tokens")
-                steps.wrap(capture.record, "write_thumbnail", "    write_thumbnail (2 fsyncs)")
+                steps.wrap(backscroll.record, "write_thumbnail", "    write_thumbnail (2 fsyncs)")
                 try:
                     job = functools.partial(
                         time_frames, daemon, probe, config, steps, rounds, desk_pids
@@ -536,7 +536,7 @@ def frame_rows(desk: Desktop, probe: X11Probe, rounds: int, variant: str = "daem
 
 def record_rows(daemon: Any, crypto: Any, jpeg: bytes, text: str, rounds: int) -> list[str]:
     """``record_frame`` in ``Log.batch`` (3 fsyncs: file, folder, log) beside bare fsyncs."""
-    from capture.record import Seen, record_frame
+    from backscroll.record import Seen, record_frame
 
     store = daemon.store
     base = daemon.config()

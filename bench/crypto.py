@@ -30,7 +30,7 @@ import zstandard
 
 from backscroll.crypto import FrameCrypto
 from backscroll.keys import load_key
-from backscroll.tokens import words
+from base.tokens import words
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus" / "screen_corpus.py"

@@ -180,9 +180,10 @@ def documents(frames: list[Any]) -> dict[str, list[Any]]:
 
 def bare_index(docs_by_month: dict[str, list[Any]], folder: Path) -> Clock:
     """Index prepared documents exactly as ``SearchWriter.rebuild`` does: the ceiling."""
-    from backscroll.home import ensure_dir
+    from base.fs import ensure_dir
+    from projector.index import open_index
+    from projector.indexer import WRITER_HEAP, WRITER_THREADS
     from projector.schema import build_schema
-    from projector.search import WRITER_HEAP, WRITER_THREADS, open_index
 
     shutil.rmtree(folder, ignore_errors=True)
     schema = build_schema()
@@ -209,7 +210,7 @@ def timed_rebuild(home: Path) -> Clock:
 def bench_rebuild(frames: int, rounds: int) -> None:
     import msgspec
 
-    from backscroll import tokens
+    from base import tokens
     from eventlog.events import FrameCaptured
     from eventlog.log import Log
     from projector.state import State
@@ -358,11 +359,11 @@ class Timers:
 
 
 def bench_delete(rounds: int) -> None:
-    from backscroll.manage import delete
+    from backscroll.actions import delete
     from backscroll.store import MemoryStore
     from eventlog.log import Log
+    from projector.indexer import SearchWriter
     from projector.runner import Projector
-    from projector.search import SearchWriter
 
     say(
         f"== Scoped deletion: {DELETE_APP}, 30 days x 2,000 frames = 60,000 frames, "
@@ -463,8 +464,8 @@ class Appender:
         return f"bsq{self.tag}x{i}"
 
     def append(self, i: int) -> float:
+        from base.clock import now_us
         from eventlog.events import FrameCaptured
-        from eventlog.segment import now_us
 
         row = self.texts[i % len(self.texts)]
         text = row["text"]

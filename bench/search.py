@@ -195,7 +195,7 @@ def query_set(frames: int, home: Path) -> list[Query]:
 
 
 def choose_queries(home: Path, frames: int) -> list[Query]:
-    from backscroll import tokens
+    from base import tokens
 
     rng = random.Random(SEED)
     sources = 400  # frames the plaintext queries are cut from
@@ -236,7 +236,7 @@ def _source(event: Any, text: str) -> dict[str, Any]:
 
 def candidates(text: str) -> list[str]:
     """Words a person might type: letters, 3 to 20 of them."""
-    from backscroll import tokens
+    from base import tokens
 
     return sorted({w for w in tokens.words(text) if w.isalpha() and 3 <= len(w) <= 20})
 
@@ -249,7 +249,7 @@ def make_queries(
     plain_vocab: set[str],
     last_ts: float,
 ) -> list[Query]:
-    from backscroll import tokens
+    from base import tokens
     from query.phrases import parse_when
 
     end = datetime.fromtimestamp(last_ts, UTC).astimezone()
@@ -307,7 +307,7 @@ def make_queries(
 
 
 def pick(rng: random.Random, kind: str, text: str) -> list[str] | None:
-    from backscroll import tokens
+    from base import tokens
 
     if kind == "phrase":
         words = tokens.words(text)

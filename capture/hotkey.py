@@ -10,19 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-MODIFIERS = {"ctrl", "shift", "alt", "cmd"}
+from base.config import MODIFIERS, parse_hotkey
+
 # X keysyms that are Alt (and its Meta twin, which Shift+Alt produces) or Super.
 _KEYSYM_NAMES = {0xFFE7: "alt", 0xFFE8: "alt", 0xFFE9: "alt", 0xFFEA: "alt", 0xFFEB: "cmd"}
-
-
-def parse(spec: str) -> tuple[frozenset[str], str]:
-    """``'<ctrl>+<shift>+<alt>+p'`` → ({ctrl, shift, alt}, 'p'); raises ValueError."""
-    parts = [p.strip().lower() for p in spec.split("+") if p.strip()]
-    mods = {p.strip("<>") for p in parts if p.startswith("<")}
-    keys = [p for p in parts if not p.startswith("<")]
-    if len(keys) != 1 or len(keys[0]) != 1 or not mods <= MODIFIERS:
-        raise ValueError(f"hotkey {spec!r} must be modifiers and one key, e.g. <ctrl>+<alt>+m")
-    return frozenset(mods), keys[0]
 
 
 def key_name(key: Any) -> str | None:
@@ -37,7 +28,7 @@ def key_name(key: Any) -> str | None:
 
 class Hotkey:
     def __init__(self, spec: str, callback: Callable[[], None]) -> None:
-        self.modifiers, self.key = parse(spec)
+        self.modifiers, self.key = parse_hotkey(spec)
         self.callback = callback
         self.pressed: set[str] = set()
         self.listener: Any = None

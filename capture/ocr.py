@@ -29,7 +29,7 @@ import shutil
 import subprocess
 from typing import TYPE_CHECKING
 
-from backscroll.errors import CaptureError
+from base.errors import CaptureError
 
 if TYPE_CHECKING:
     from PIL.Image import Image

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from backscroll.errors import CaptureError
+from base.errors import CaptureError
 
 if TYPE_CHECKING:
     from PIL.Image import Image

@@ -22,7 +22,7 @@ import logging
 import warnings
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from backscroll.errors import CaptureError
+from base.errors import CaptureError
 
 if TYPE_CHECKING:
     from Xlib.display import Display

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from backscroll.errors import CaptureError
+from base.errors import CaptureError
 
 if TYPE_CHECKING:
     from PIL.Image import Image

@@ -16,7 +16,7 @@ from eventlog.events import (
     ReindexRequested,
 )
 from eventlog.log import Compacted, Log, LogReader
-from eventlog.memory import MemoryLog
+from eventlog.memory import InMemoryLog
 from eventlog.segment import Problem, Record
 
 __all__ = [
@@ -31,10 +31,10 @@ __all__ = [
     "FrameCaptured",
     "FramesDeleted",
     "FramesRewritten",
+    "InMemoryLog",
     "KeyCreated",
     "Log",
     "LogReader",
-    "MemoryLog",
     "Problem",
     "PurgeCompleted",
     "Record",

@@ -23,8 +23,9 @@ from typing import BinaryIO, NamedTuple
 
 import msgspec
 
-from backscroll.errors import DiskFullError, StoreError, UsageError, is_disk_full
-from backscroll.home import ensure_dir
+from base.clock import now_us
+from base.errors import DiskFullError, StoreError, UsageError, is_disk_full
+from base.fs import REAL_FS, FileSystem, ensure_dir
 from eventlog import codec
 from eventlog.events import (
     FRAME_TYPE,
@@ -43,14 +44,12 @@ from eventlog.format import (
     parse_segment_name,
     segment_name,
 )
-from eventlog.fs import REAL_FS, FileSystem
 from eventlog.segment import (
     Header,
     Problem,
     Record,
     encode_sealed,
     new_active,
-    now_us,
     pack_header,
     read_sealed,
     record_header,

@@ -16,7 +16,7 @@ from eventlog.log import Batch, Compacted, LogReader, Transform
 from eventlog.segment import Header, Problem, Record, scan_records
 
 
-class MemoryLog:
+class InMemoryLog:
     def __init__(self) -> None:
         self._records: list[Record] = []
         self._next = 0
@@ -118,7 +118,7 @@ class MemoryLog:
 class MemoryReader(LogReader):
     """``LogReader``'s polling over the twin; waiting is a condition, not a file watcher."""
 
-    log: MemoryLog  # type: ignore[assignment]
+    log: InMemoryLog  # type: ignore[assignment]
 
     def wait(
         self, timeout: float, stop: threading.Event | None = None, also: Sequence[Path] = ()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import struct
-import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
@@ -12,6 +11,8 @@ import crc32c
 import msgspec
 import zstandard
 
+from base.clock import now_us
+from base.fs import FileSystem
 from eventlog.events import FRAME_TYPE
 from eventlog.format import (
     BLOCK,
@@ -26,7 +27,6 @@ from eventlog.format import (
     ZSTD_LEVEL,
     parse_segment_name,
 )
-from eventlog.fs import FileSystem
 
 
 class Record(msgspec.Struct, frozen=True, gc=False):
@@ -78,10 +78,6 @@ class _Captured(msgspec.Struct):
 
 
 _captured = msgspec.msgpack.Decoder(_Captured)
-
-
-def now_us() -> int:
-    return time.time_ns() // 1000
 
 
 def pack_header(header: Header) -> bytes:

@@ -18,8 +18,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from backscroll.errors import LockedError, is_disk_full
-from backscroll.home import ensure_dir, fsync_dir, write_atomic
+from base.clock import now_us
+from base.errors import LockedError, is_disk_full
+from base.fs import ensure_dir, fsync_dir, write_atomic
+from base.home import Layout
 from eventlog.events import (
     FRAME_TYPE,
     DamageFound,
@@ -28,9 +30,9 @@ from eventlog.events import (
     PurgeCompleted,
 )
 from eventlog.log import Log, decode_or_report
-from eventlog.segment import Problem, Record, now_us
+from eventlog.segment import Problem, Record
+from projector.indexer import SearchWriter
 from projector.schema import partition_of
-from projector.search import SearchWriter
 from projector.state import Deletion, FrameStats, State, matches
 
 log = logging.getLogger(__name__)
@@ -42,17 +44,6 @@ PURGE_PLAN = "purge.json"
 
 Progress = Callable[[int, int], None]
 """Called with (events done, events to do)."""
-
-
-class Layout:
-    """Where each part of a store lives under its home."""
-
-    def __init__(self, home: Path) -> None:
-        self.home = home
-        self.log = home / "log"
-        self.views = home / "views"
-        self.search = self.views / "search"
-        self.thumbs = home / "thumbs"
 
 
 class Projector:

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from backscroll import tokens
+from base import tokens
 from eventlog.events import FrameCaptured
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from backscroll.home import write_atomic
+from base.fs import write_atomic
 from eventlog.events import (
     CapturePaused,
     CaptureResumed,

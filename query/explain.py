@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from backscroll.config import Config
+from base.config import Config
 from projector.state import State
 
 _FAR = 2**62

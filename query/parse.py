@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from backscroll import tokens
-from backscroll.errors import QueryError
+from base import tokens
+from base.errors import QueryError
 
 MAX_QUERY_CHARS = 1000
 MAX_TERMS = 32

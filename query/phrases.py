@@ -31,7 +31,7 @@ from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from typing import Literal, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from backscroll.errors import PhraseError
+from base.errors import PhraseError
 
 __all__ = ["ACCEPTED_FORMS", "parse_when", "resolve_window"]
 

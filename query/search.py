@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from backscroll import tokens
-from backscroll.errors import DecryptionError, NotFoundError, QueryError, is_text
+from base import tokens
+from base.errors import DecryptionError, NotFoundError, QueryError, is_text
 from eventlog.events import MAX_OFFSET
 from projector.schema import folded, frame_meta, frame_query, partition_of
 from projector.state import Deletion, State, matches

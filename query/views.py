@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from projector.runner import Layout
-from projector.search import Manifest, open_index
+from base.home import Layout
+from projector.index import Manifest, open_index
 from projector.state import State
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""The headless desktop of ``capture.desktop``, with what only the tests add to it.
+"""The headless desktop of ``backscroll.desktop``, with what only the tests add to it.
 
     with headless_desktop(keyring=True) as desk:
         term = desk.open_xterm(["ECONNREFUSED 127.0.0.1:5432"], title="server log")
@@ -6,7 +6,7 @@
         ...
 
 On top of the package's desktop (Xvfb, a private session bus, openbox, AT-SPI: see
-``capture/desktop.py``) this adds:
+``backscroll/desktop.py``) this adds:
 
     gnome-keyring (``keyring=True``, or    through tests/keyring_daemon.py, on the same bus
       ``desk.start_keyring()`` later)
@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from capture import desktop as _base
-from capture.desktop import (
+from backscroll import desktop as _base
+from backscroll.desktop import (
     HEIGHT,
     MARKER,
     PACKAGES,

@@ -29,7 +29,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eventlog.fs import FileSystem, WritableFile
+from base.fs import FileSystem, WritableFile
 
 
 class PowerCut(Exception):

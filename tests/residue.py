@@ -8,7 +8,7 @@ from pathlib import Path
 
 from eventlog.format import SEALED_SUFFIX
 from eventlog.segment import read_sealed
-from projector.search import open_index
+from projector.index import open_index
 
 
 def readable_bytes(home: Path) -> list[tuple[str, bytes]]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from backscroll.errors import CaptureError
+from base.errors import CaptureError
 from capture import ax, ocr, screen
 from capture.ax import AxReader
 from capture.platform import backends

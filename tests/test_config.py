@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from backscroll.config import PRIVATE_BROWSING, Config, config_from_dict
-from backscroll.errors import ConfigError
 from backscroll.store import MemoryStore
+from base.config import PRIVATE_BROWSING, Config, config_from_dict
+from base.errors import ConfigError
 from eventlog.events import ConfigChanged
 
 

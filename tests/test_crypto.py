@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from backscroll.crypto import BLIND_TOKEN_BYTES, FORMAT_VERSION, FrameCrypto
-from backscroll.errors import DecryptionError, StoreError
-from backscroll.tokens import words
+from base.errors import DecryptionError, StoreError
+from base.tokens import words
 
 KEY = bytes(range(32))
 OTHER_KEY = bytes(range(1, 33))

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from backscroll.manage import pause
+from backscroll.actions import pause
+from backscroll.daemon import RETRY_SECONDS
 from backscroll.store import MemoryStore
-from capture.daemon import RETRY_SECONDS
 from query.search import Hit
 from tests.desktop import Desktop, headless_desktop
 from tests.residue import files_containing

@@ -22,8 +22,8 @@ from eventlog import (
     Event,
     FrameCaptured,
     FramesDeleted,
+    InMemoryLog,
     Log,
-    MemoryLog,
 )
 from eventlog.events import FRAME_TYPE, TYPE_CODES, is_control
 
@@ -53,7 +53,7 @@ def log(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
         return Log(tmp_path / "log")
     if request.param == "disk-tiny-segments":
         return Log(tmp_path / "log", segment_bytes=300)
-    return MemoryLog()
+    return InMemoryLog()
 
 
 def append_frame(log: Any, captured_us: int = T0, text: str = "hello") -> int:
@@ -358,5 +358,5 @@ def test_both_logs_give_the_same_answers(tmp_path: Path) -> None:
         yield [(log.next_offset(), config(0))]
 
     disk = list(script(Log(tmp_path / "log", segment_bytes=512)))
-    memory = list(script(MemoryLog()))
+    memory = list(script(InMemoryLog()))
     assert disk == memory

@@ -23,10 +23,10 @@ import zstandard
 
 import eventlog.log
 import eventlog.segment
-from backscroll.errors import DiskFullError
+from base.errors import DiskFullError
+from base.fs import FileSystem, WritableFile
 from eventlog import ConfigChanged, Event, FrameCaptured, FramesDeleted, Log
 from eventlog.format import BLOCK, HEADER, NAME_DIGITS
-from eventlog.fs import FileSystem, WritableFile
 from eventlog.segment import Problem, scan_records, unpack_header
 
 DAY_US = 86_400_000_000

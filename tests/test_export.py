@@ -18,11 +18,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from backscroll.actions import import_frames
 from backscroll.cli.recall import register
-from backscroll.errors import BackscrollError, UsageError
 from backscroll.export import ExportResult, export
-from backscroll.manage import import_frames
 from backscroll.store import MemoryStore
+from base.errors import BackscrollError, UsageError
 
 FRAMES = [
     {

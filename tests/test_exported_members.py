@@ -25,4 +25,4 @@ def test_eventlog_exports_its_log_and_events() -> None:
     assert eventlog.__all__ == sorted(eventlog.__all__)
     for name in eventlog.__all__:
         assert hasattr(eventlog, name)
-    assert {"Log", "MemoryLog", "FrameCaptured", "FramesDeleted"} <= set(eventlog.__all__)
+    assert {"Log", "InMemoryLog", "FrameCaptured", "FramesDeleted"} <= set(eventlog.__all__)

@@ -32,10 +32,10 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
-from backscroll.manage import import_frames
+from backscroll.actions import import_frames
+from backscroll.mcp_server import build_server
 from backscroll.store import MemoryStore
 from backscroll.verify import verify_store
-from query.mcp_server import build_server
 
 EXAMPLES = int(os.environ.get("BACKSCROLL_FUZZ_EXAMPLES", "60"))
 

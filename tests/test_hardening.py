@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import eventlog.segment
-from backscroll.errors import UsageError
-from backscroll.manage import delete, discard_damaged, import_frames
+from backscroll.actions import delete, discard_damaged, import_frames
 from backscroll.reindex import reindex
 from backscroll.store import MemoryStore
+from base.errors import UsageError
 from eventlog import codec
 from eventlog.events import DamageFound, FrameCaptured
 from eventlog.format import BLOCK, HEADER

@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from capture.hotkey import Hotkey, key_name, parse
+from base.config import parse_hotkey
+from capture.hotkey import Hotkey, key_name
 
 CTRL = SimpleNamespace(name="ctrl_l")
 SHIFT = SimpleNamespace(name="shift")
@@ -16,9 +17,9 @@ CAPITAL_P = SimpleNamespace(name=None, char="P", vk=None)
 
 
 def test_the_spec_hotkey_parses_into_modifiers_and_a_key() -> None:
-    assert parse("<ctrl>+<shift>+<alt>+p") == ({"ctrl", "shift", "alt"}, "p")
+    assert parse_hotkey("<ctrl>+<shift>+<alt>+p") == ({"ctrl", "shift", "alt"}, "p")
     with pytest.raises(ValueError, match="one key"):
-        parse("<ctrl>+pp")
+        parse_hotkey("<ctrl>+pp")
 
 
 def test_shift_alt_arriving_as_meta_and_a_capital_still_fires() -> None:

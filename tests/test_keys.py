@@ -20,8 +20,8 @@ from keyring.backends import fail
 from keyring.errors import PasswordDeleteError
 
 from backscroll import keys
-from backscroll.errors import KeyUnavailableError
 from backscroll.keys import fingerprint, key_status, load_key
+from base.errors import KeyUnavailableError
 from tests.keyring_daemon import (
     KeyringDaemon,
     SessionBus,
@@ -340,7 +340,7 @@ def test_without_cryptography_encryption_is_reported_unavailable() -> None:
         "import sys; sys.modules['cryptography'] = None\n"
         "from backscroll.keys import ENCRYPTION_AVAILABLE\n"
         "from backscroll.crypto import FrameCrypto\n"
-        "from backscroll.errors import StoreError\n"
+        "from base.errors import StoreError\n"
         "try:\n"
         "    FrameCrypto(bytes(32))\n"
         "except StoreError as error:\n"
@@ -462,7 +462,7 @@ def _load_in_fresh_process(real: RealKeyring, home: Path) -> str:
     """Load the key in a new process: its fingerprint, or the one-line error it reports."""
     return real.run(
         "import sys; from pathlib import Path\n"
-        "from backscroll.errors import KeyUnavailableError\n"
+        "from base.errors import KeyUnavailableError\n"
         "from backscroll.keys import fingerprint, load_key\n"
         "try:\n"
         f"    print(fingerprint(load_key(Path({str(home)!r}), create=False)))\n"

@@ -16,9 +16,9 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, ElicitResult, ImageContent, TextContent
 
-from backscroll.manage import import_frames
+from backscroll.actions import import_frames
+from backscroll.mcp_server import build_server
 from backscroll.store import MemoryStore
-from query.mcp_server import build_server
 
 T = TypeVar("T")
 READ_TOOLS = {

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backscroll.errors import PhraseError
+from base.errors import PhraseError
 from query.phrases import ACCEPTED_FORMS, parse_when, resolve_window
 
 DATA = Path(__file__).resolve().parent / "data" / "timephrases.jsonl"  # see data/PROVENANCE.md

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from backscroll.manage import delete, import_frames, rebuild_views
+from backscroll.actions import delete, import_frames, rebuild_views
+from backscroll.housekeeping import housekeep
 from backscroll.reindex import reindex
 from backscroll.store import MemoryStore
-from capture.housekeeping import housekeep
 from tests.residue import files_containing, index_doc_freq, stray_segment_files
 
 NOW = datetime.now(UTC)
@@ -212,7 +212,7 @@ def test_tampered_and_moved_ciphertexts_are_reported_and_the_rest_keeps_working(
 def test_the_storage_cap_deletes_oldest_first_down_to_ninety_percent(
     backscroll_home: Path, picture: Path
 ) -> None:
-    from capture.housekeeping import _used_bytes
+    from backscroll.housekeeping import _used_bytes
 
     with MemoryStore() as store:
         big = "filler " * 3000

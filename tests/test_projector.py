@@ -12,7 +12,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from backscroll.manage import delete, import_frames, rebuild_views
+from backscroll.actions import delete, import_frames, rebuild_views
 from backscroll.store import MemoryStore
 from eventlog.events import FrameCaptured
 from eventlog.log import Log

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 from typer.testing import CliRunner
 
+from backscroll.actions import delete, import_frames
 from backscroll.cli.app import app as cli
-from backscroll.manage import delete, import_frames
 from backscroll.store import MemoryStore
 from query.search import Hit
 

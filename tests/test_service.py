@@ -17,8 +17,8 @@ import pytest
 
 from backscroll import service
 from backscroll.cli import main
-from backscroll.errors import BackscrollError
 from backscroll.service import install, uninstall
+from base.errors import BackscrollError
 
 SESSION = {
     "DISPLAY": ":1",

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from backscroll.manage import audit, import_frames
+from backscroll.actions import audit, import_frames
 from backscroll.store import MemoryStore
 from backscroll.tools import MemoryManageTool, MemoryTool, ToolResult
 

@@ -29,8 +29,8 @@ def main() -> None:
     (locals would hold screen text and keys). Exit 2 for a usage error (an unknown option, a
     missing argument, a value of the wrong type), 1 for every other error and for a declined
     confirmation, 130 on Ctrl-C; a command's own ``typer.Exit(code)`` passes through."""
-    from backscroll.errors import BackscrollError, DiskFullError, is_disk_full
-    from backscroll.home import resolve_home
+    from base.errors import BackscrollError, DiskFullError, is_disk_full
+    from base.home import resolve_home
 
     _escape_unencodable_output()
     try:

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from backscroll.errors import UsageError
+from base.errors import UsageError
 
 Home = Annotated[
     Path | None,

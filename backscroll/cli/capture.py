@@ -28,8 +28,8 @@ def start(
     """Run the capture daemon in the foreground; Ctrl-C stops it after the frame in hand."""
     import signal
 
-    from backscroll.home import ensure_dir
-    from capture.daemon import Daemon
+    from backscroll.daemon import Daemon
+    from base.fs import ensure_dir
 
     if log_file:
         ensure_dir(log_file.parent)

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from backscroll.cli._common import App, Home, Json, Since, emit_json, on_off, open_store, window
-from backscroll.errors import UsageError
+from base.errors import UsageError
 
 deny_app = typer.Typer(
     help="Apps and titles that are never recorded.",
@@ -34,8 +34,8 @@ def pause(
     home: Home = None,
 ) -> None:
     """Pause capture, optionally for a while."""
-    from backscroll.manage import pause as pause_
-    from backscroll.manage import pause_until
+    from backscroll.actions import pause as pause_
+    from backscroll.actions import pause_until
 
     until = pause_until(duration)
     with open_store(home) as store:
@@ -46,7 +46,7 @@ def pause(
 
 def resume(home: Home = None) -> None:
     """Resume capture."""
-    from backscroll.manage import resume as resume_
+    from backscroll.actions import resume as resume_
 
     with open_store(home) as store:
         resume_(store)
@@ -71,7 +71,7 @@ def deny_list(home: Home = None) -> None:
 @deny_app.command("add")
 def deny_add(pattern: str, home: Home = None) -> None:
     """Never record apps or windows whose name or title contains PATTERN."""
-    from backscroll.manage import deny
+    from backscroll.actions import deny
 
     with open_store(home) as store:
         deny(store, pattern, None)
@@ -81,7 +81,7 @@ def deny_add(pattern: str, home: Home = None) -> None:
 @deny_app.command("remove")
 def deny_remove(pattern: str, home: Home = None) -> None:
     """Take PATTERN off the deny list."""
-    from backscroll.manage import deny
+    from backscroll.actions import deny
 
     with open_store(home) as store:
         deny(store, None, pattern)
@@ -147,8 +147,8 @@ def clear(
     home: Home = None,
 ) -> None:
     """Delete frames (everything when no scope is given); returns when the purge is done."""
-    from backscroll.manage import check_scope, delete
-    from query.format import window_text
+    from backscroll.actions import check_scope, delete
+    from query.render import window_text
 
     if damaged:
         if before or since or app is not None:
@@ -166,7 +166,7 @@ def clear(
 
 
 def _clear_damaged(home: Path | None, yes: bool) -> None:
-    from backscroll.manage import discard_damaged
+    from backscroll.actions import discard_damaged
 
     if not yes:
         typer.confirm(
@@ -193,7 +193,7 @@ def reindex(
     the views); safe to interrupt and run again."""
     from rich.progress import Progress
 
-    from backscroll.manage import rebuild_views
+    from backscroll.actions import rebuild_views
     from backscroll.reindex import reindex as rewrite
 
     if not views_only and not yes:
@@ -224,7 +224,7 @@ def import_(
     """Append frames from JSON Lines (ts, app, title, text, text_source, image)."""
     from rich.progress import Progress
 
-    from backscroll.manage import import_frames
+    from backscroll.actions import import_frames
 
     if source != "-" and not Path(source).is_file():
         raise UsageError(f"no such file: {source}")

@@ -45,7 +45,7 @@ def search(
     json: Json = False,
 ) -> None:
     """Search what was on screen, best match first."""
-    from query.format import search_text
+    from query.render import search_text
 
     start, end = window(since, until)
     with open_store(home) as store:
@@ -77,7 +77,7 @@ def timeline(
     json: Json = False,
 ) -> None:
     """Frames in time order, consecutive frames of one window grouped."""
-    from query.format import timeline_text
+    from query.render import timeline_text
 
     start, end = window(since, until)
     with open_store(home) as store:
@@ -107,8 +107,8 @@ def show(
     json: Json = False,
 ) -> None:
     """A frame's full text and metadata; --save writes its decrypted thumbnail."""
-    from backscroll.errors import NotFoundError, UsageError
-    from query.format import show_text
+    from base.errors import NotFoundError, UsageError
+    from query.render import show_text
 
     with open_store(home) as store:
         hit = store.get(frame_id)
@@ -156,8 +156,8 @@ def audit_log(
     """Control events newest first: the audit trail (scopes, never content)."""
     import msgspec
 
-    from backscroll.manage import audit, crashed_runs
-    from query.format import _stamp
+    from backscroll.actions import audit, crashed_runs
+    from query.render import _stamp
 
     start, _ = window(since, None)
     with open_store(home, catch_up=False) as store:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from backscroll.cli._common import App, Home, Since, Until, open_store, window
-from backscroll.errors import BackscrollError, UsageError
+from base.errors import BackscrollError, UsageError
 
 MAX_EXPORT = 100_000_000
 """``export --limit`` at most: far beyond a store's frames (a year of capture is ~1M)."""
@@ -90,7 +90,7 @@ def mcp(
     if allow_export and not allow_manage:
         raise UsageError("--allow-export needs --allow-manage (export is a memory_manage action)")
     try:
-        from query.mcp_server import serve
+        from backscroll.mcp_server import serve
     except ModuleNotFoundError as exc:
         if (exc.name or "").partition(".")[0] not in ("mcp", "mcp_types", "pydantic"):
             raise

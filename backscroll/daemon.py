@@ -26,19 +26,20 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from backscroll.config import Config
-from backscroll.errors import (
+from backscroll.heartbeat import Heartbeat
+from backscroll.housekeeping import housekeep
+from backscroll.record import Seen, record_frame, remove_orphan_thumbnails
+from backscroll.reindex import execute_pending as execute_reindexes
+from backscroll.store import CONFIG_FILE, MemoryStore
+from base.clock import now_us
+from base.config import Config
+from base.errors import (
     BackscrollError,
     CaptureError,
     DiskFullError,
     KeyUnavailableError,
     LockedError,
 )
-from backscroll.reindex import execute_pending as execute_reindexes
-from backscroll.store import CONFIG_FILE, MemoryStore
-from capture.heartbeat import Heartbeat
-from capture.housekeeping import housekeep
-from capture.record import Seen, record_frame, remove_orphan_thumbnails
 from capture.trigger import Trigger
 from eventlog.events import (
     CapturePaused,
@@ -48,7 +49,6 @@ from eventlog.events import (
     DaemonStopped,
     TextSource,
 )
-from eventlog.segment import now_us
 
 log = logging.getLogger("backscroll.daemon")
 
@@ -328,7 +328,7 @@ class Daemon:
         if not (config.encrypt_text or config.encrypt_thumbnails):
             return None
         if self.store.__dict__.get("crypto") is None:
-            from backscroll.manage import store_crypto
+            from backscroll.actions import store_crypto
 
             store_crypto(self.store, True)
         return self.store.crypto

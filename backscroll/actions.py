@@ -9,10 +9,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from backscroll.errors import DiskFullError, UsageError, is_disk_full, is_text
-from backscroll.home import fsync_dir
+from backscroll.record import Seen, record_frame
 from backscroll.store import MemoryStore
-from capture.record import Seen, record_frame
+from base.clock import now_us
+from base.errors import DiskFullError, UsageError, is_disk_full, is_text
+from base.fs import fsync_dir
 from eventlog.events import (
     MAX_NAME,
     MAX_TEXT,
@@ -26,7 +27,6 @@ from eventlog.events import (
     KeyCreated,
     Origin,
 )
-from eventlog.segment import now_us
 
 IMPORT_BATCH = 1000
 TEXT_SOURCES = ("ax", "ocr", "none")

@@ -12,11 +12,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from backscroll.config import Config
-from backscroll.home import ensure_dir, fsync_dir
+from base.clock import now_us
+from base.config import Config
+from base.fs import ensure_dir, fsync_dir
 from eventlog.events import CaptureReason, FrameCaptured, TextSource
 from eventlog.log import Batch
-from eventlog.segment import now_us
 
 if TYPE_CHECKING:
     from backscroll.crypto import FrameCrypto

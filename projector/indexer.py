@@ -15,64 +15,30 @@ the manifest, and removes the old generation's folder, so nothing of a deleted f
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from backscroll.home import ensure_dir, write_atomic
+from base.fs import ensure_dir
 from eventlog.events import FrameCaptured
+from projector.index import Manifest, open_index
 from projector.schema import (
     SCHEMA_VERSION,
     build_schema,
     frame_document,
     frame_query,
     partition_of,
-    register_analyzers,
 )
 
 if TYPE_CHECKING:
     import tantivy
 
-MANIFEST = "manifest.json"
 WRITER_HEAP = 128_000_000
 WRITER_THREADS = 2
 OPEN_WRITERS = 2
 MONTH_DONE_AFTER = 1000
-
-
-def open_index(path: Path, schema: tantivy.Schema | None = None) -> tantivy.Index:
-    import tantivy
-
-    index = tantivy.Index(schema or build_schema(), path=str(path), reuse=True)
-    register_analyzers(index)
-    return index
-
-
-class Manifest:
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.schema: int = data.get("schema", SCHEMA_VERSION)
-        self.position: int = data.get("position", -1)
-        self.applying_upto: int = data.get("applying_upto", -1)
-        self.partitions: dict[str, str] = dict(data.get("partitions", {}))
-
-    @classmethod
-    def load(cls, root: Path) -> Manifest | None:
-        try:
-            return cls(json.loads((root / MANIFEST).read_bytes()))
-        except (FileNotFoundError, ValueError, TypeError, AttributeError):
-            return None  # missing or damaged: the view is rebuilt from the log
-
-    def save(self, root: Path) -> None:
-        data = {
-            "schema": self.schema,
-            "position": self.position,
-            "applying_upto": self.applying_upto,
-            "partitions": dict(sorted(self.partitions.items())),
-        }
-        write_atomic(root / MANIFEST, json.dumps(data).encode())
 
 
 class SearchWriter:
@@ -83,7 +49,7 @@ class SearchWriter:
         self.schema = build_schema()
         manifest = Manifest.load(root)
         if manifest is None or manifest.schema != SCHEMA_VERSION or not _opens(root, manifest):
-            manifest = Manifest({})  # rebuilt from zero by replaying the log
+            manifest = Manifest()  # rebuilt from zero by replaying the log
         self.manifest = manifest
         remove_strays(self.root, manifest)
         self._indexes: dict[str, tantivy.Index] = {}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 
-from backscroll.config import Config
 from backscroll.status import dir_bytes
 from backscroll.store import MemoryStore
+from base.clock import now_us
+from base.config import Config
 from eventlog.events import FRAME_TYPE, FrameCaptured, FramesDeleted
-from eventlog.segment import now_us
 from projector.runner import Projector
 
 log = logging.getLogger("backscroll.housekeeping")

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-from backscroll.errors import CaptureError
+from base.errors import DesktopError
 
 WIDTH, HEIGHT = 1920, 1080
 # Generous: a loaded CI machine can take a few seconds to start Xvfb or a GTK app.
@@ -92,10 +92,6 @@ _BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Confi
   </policy>
 </busconfig>
 """
-
-
-class DesktopError(CaptureError):
-    """The headless desktop could not start (a binary is missing or a component failed)."""
 
 
 def missing_packages() -> list[str]:

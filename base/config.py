@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from backscroll.errors import ConfigError, is_text
+from base.errors import ConfigError, is_text
 
 CONFIG_VERSION = 2
 
@@ -33,6 +33,19 @@ OCR_BACKENDS = ("auto", "tesseract", "always")
 
 def default_hotkey(platform: str = sys.platform) -> str:
     return "<cmd>+<shift>+<alt>+p" if platform == "darwin" else "<ctrl>+<shift>+<alt>+p"
+
+
+MODIFIERS = {"ctrl", "shift", "alt", "cmd"}
+
+
+def parse_hotkey(spec: str) -> tuple[frozenset[str], str]:
+    """``'<ctrl>+<shift>+<alt>+p'`` → ({ctrl, shift, alt}, 'p'); raises ValueError."""
+    parts = [p.strip().lower() for p in spec.split("+") if p.strip()]
+    mods = {p.strip("<>") for p in parts if p.startswith("<")}
+    keys = [p for p in parts if not p.startswith("<")]
+    if len(keys) != 1 or len(keys[0]) != 1 or not mods <= MODIFIERS:
+        raise ValueError(f"hotkey {spec!r} must be modifiers and one key, e.g. <ctrl>+<alt>+m")
+    return frozenset(mods), keys[0]
 
 
 DAY_SECONDS = 86_400.0
@@ -70,10 +83,8 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         if not all(p.strip() for p in self.deny_apps):
             raise msgspec.ValidationError("deny_apps entries must not be blank")
         if self.pause_hotkey:
-            from capture.hotkey import parse
-
             try:
-                parse(self.pause_hotkey)
+                parse_hotkey(self.pause_hotkey)
             except ValueError as exc:
                 raise msgspec.ValidationError(f"pause_hotkey: {exc}") from None
 

@@ -38,7 +38,6 @@ from mcp.types import Tool as ToolInfo
 from pydantic import BaseModel, Field, PlainValidator, ValidationError
 from pydantic_core import PydanticCustomError
 
-from backscroll.errors import BackscrollError, UsageError
 from backscroll.tools import (
     MAX_FRAME_ID,
     MAX_LIMIT,
@@ -52,6 +51,7 @@ from backscroll.tools import (
     one_line,
     shown_number,
 )
+from base.errors import BackscrollError, UsageError
 
 Home = str | os.PathLike[str] | None
 
@@ -485,7 +485,7 @@ def recent_segments(
 ) -> dict[str, Any]:
     """``screen_memory_recent_segments``: consecutive frames of one window, newest first."""
     from backscroll.store import MemoryStore
-    from query.format import group_hits
+    from query.render import group_hits
 
     minutes = _at_least_one("minutes", minutes, SEGMENT_MAX_MINUTES)
     limit = _at_least_one("limit", limit, MAX_SEGMENTS)
