@@ -24,7 +24,6 @@ from eventlog.events import (
     Event,
     FrameCaptured,
     FramesDeleted,
-    KeyCreated,
     Origin,
 )
 
@@ -93,7 +92,7 @@ def _import(
             skipped.append(f"line {number}: {exc}")
             bad.add(number)
     config = store.config
-    crypto = store_crypto(store, config.encrypt_text or config.encrypt_thumbnails)
+    crypto = store.ensure_crypto() if config.encrypt_text or config.encrypt_thumbnails else None
     pending: list[Seen] = []
     imported = last = through = 0
 
@@ -226,27 +225,6 @@ def _jpeg_from(path: Path) -> bytes:
             return out.getvalue()
     except (OSError, ImportError) as exc:
         raise UsageError(f"cannot read image {path}: {exc}") from None
-
-
-def store_crypto(store: MemoryStore, needed: bool) -> Any:
-    """The frame cipher, creating the key on first encrypted write."""
-    if not needed:
-        return None
-    from backscroll import keys
-
-    if not keys.ENCRYPTION_AVAILABLE:
-        return None
-    from backscroll.crypto import FrameCrypto
-
-    key = keys.load_key(store.home, create=True)
-    assert key is not None
-    fingerprint = keys.fingerprint(key)
-    if store.state().key_fingerprint != fingerprint:
-        # The audit trail records which key (by fingerprint, never the key) encrypts what.
-        status = keys.key_status(store.home)
-        store.append(KeyCreated(ts_us=now_us(), store=status.store or "", fingerprint=fingerprint))
-    store.__dict__["crypto"] = FrameCrypto(key)
-    return store.crypto
 
 
 def pause(store: MemoryStore, until: datetime | None, origin: Origin = "cli") -> None:

@@ -29,7 +29,7 @@ from typing import Any
 from backscroll.heartbeat import Heartbeat
 from backscroll.housekeeping import housekeep
 from backscroll.record import Seen, record_frame, remove_orphan_thumbnails
-from backscroll.reindex import execute_pending as execute_reindexes
+from backscroll.reindex import run_requested
 from backscroll.store import CONFIG_FILE, MemoryStore
 from base.clock import now_us
 from base.config import Config
@@ -66,6 +66,7 @@ class Daemon:
         self.interval_override = interval
         self.stop_event = threading.Event()
         self.problem: str | None = None
+        self._next_retry = 0.0  # when a paused capture next tries again
         self.outcome = "starting"
         self.counts: dict[str, dict[str, int]] = {"text_sources": {}, "reasons": {}}
         self.redactions: dict[str, int] = {}
@@ -327,11 +328,7 @@ class Daemon:
     def _crypto(self, config: Config) -> Any:
         if not (config.encrypt_text or config.encrypt_thumbnails):
             return None
-        if self.store.__dict__.get("crypto") is None:
-            from backscroll.actions import store_crypto
-
-            store_crypto(self.store, True)
-        return self.store.crypto
+        return self.store.ensure_crypto()
 
     # -- the projector thread ----------------------------------------------------------------
 
@@ -343,8 +340,8 @@ class Daemon:
 
                     def idle() -> None:
                         nonlocal next_housekeeping
-                        self.store._take_config_edit()
-                        execute_reindexes(self.store, projector)
+                        self.store.take_config_edit()
+                        run_requested(self.store, projector)
                         if time.monotonic() >= next_housekeeping:
                             housekeep(self.store, projector, self.config())
                             next_housekeeping = time.monotonic() + HOUSEKEEPING_SECONDS
@@ -366,7 +363,7 @@ class Daemon:
         self._next_retry = time.monotonic() + RETRY_SECONDS
 
     def _recovered(self) -> bool:
-        if time.monotonic() < getattr(self, "_next_retry", 0.0):
+        if time.monotonic() < self._next_retry:
             return False
         log.info("retrying capture after: %s", self.problem)
         self.problem = None

@@ -14,7 +14,6 @@ from typing import Any
 
 import msgspec
 
-from backscroll.actions import store_crypto
 from backscroll.record import redact_frame, write_thumbnail
 from backscroll.store import MemoryStore
 from base.clock import now_us
@@ -62,7 +61,7 @@ def execute(
     return counts
 
 
-def execute_pending(store: MemoryStore, projector: Projector) -> None:
+def run_requested(store: MemoryStore, projector: Projector) -> None:
     """The daemon's side: every reindex requested while it held the views."""
     for request in store.state().reindexes:
         if request.completed_us is None:
@@ -84,7 +83,7 @@ def _rewrite_log(
     store: MemoryStore, counts: dict[str, int], progress: Callable[[int, int], None] | None
 ) -> None:
     config = store.config
-    crypto = store_crypto(store, True)
+    crypto = store.ensure_crypto()
     stale: list[str] = []
     total = max(1, store.state().totals().frames)
     seen = 0

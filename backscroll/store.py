@@ -11,7 +11,6 @@ import hashlib
 import json
 import os
 from datetime import datetime
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from base.clock import now_us
@@ -25,7 +24,7 @@ from base.errors import (
 )
 from base.fs import ensure_dir, private_umask, write_atomic
 from base.home import Layout, resolve_home
-from eventlog.events import ConfigChanged, Event, Origin
+from eventlog.events import ConfigChanged, Event, KeyCreated, Origin
 from eventlog.log import Log
 from projector.runner import Progress, Projector
 from projector.state import State
@@ -53,7 +52,9 @@ class MemoryStore:
         self.lag = 0
         self.behind_why = ""
         """Why the views trail the log by ``lag`` events (a daemon catching up, a full disk)."""
-        self._take_config_edit()
+        self._crypto: FrameCrypto | None = None
+        self._crypto_read = self._crypto_ensured = False
+        self.take_config_edit()
         if catch_up:
             self.refresh()
 
@@ -105,9 +106,14 @@ class MemoryStore:
 
     # -- reading ---------------------------------------------------------------------------
 
-    @cached_property
+    @property
     def crypto(self) -> FrameCrypto | None:
         """The frame cipher, or None when no key exists (or it cannot be reached)."""
+        if not self._crypto_read:
+            self._crypto, self._crypto_read = self._existing_crypto(), True
+        return self._crypto
+
+    def _existing_crypto(self) -> FrameCrypto | None:
         from backscroll import keys
 
         try:
@@ -119,6 +125,30 @@ class MemoryStore:
         from backscroll.crypto import FrameCrypto
 
         return FrameCrypto(key)
+
+    def ensure_crypto(self) -> FrameCrypto | None:
+        """The frame cipher for an encrypted write, creating the key on the first one (its
+        fingerprint, never the key, goes into a ``KeyCreated`` event: the audit trail of
+        which key encrypts what). None where encryption is unavailable on this machine."""
+        if self._crypto_ensured:
+            return self._crypto
+        from backscroll import keys
+
+        if not keys.ENCRYPTION_AVAILABLE:
+            return None
+        from backscroll.crypto import FrameCrypto
+
+        key = keys.load_key(self.home, create=True)
+        assert key is not None
+        fingerprint = keys.fingerprint(key)
+        if self.state().key_fingerprint != fingerprint:
+            status = keys.key_status(self.home)
+            self.append(
+                KeyCreated(ts_us=now_us(), store=status.store or "", fingerprint=fingerprint)
+            )
+        self._crypto, self._crypto_read = FrameCrypto(key), True
+        self._crypto_ensured = True
+        return self._crypto
 
     def searcher(self) -> Searcher:
         crypto = self.crypto
@@ -205,7 +235,7 @@ class MemoryStore:
         write_atomic(self.home / CONFIG_FILE, data)
         write_atomic(self.home / CONFIG_HASH, hashlib.sha256(data).hexdigest().encode())
 
-    def _take_config_edit(self) -> None:
+    def take_config_edit(self) -> None:
         """A hand edit of config.json becomes a ConfigChanged event (origin "file"), taken in
         before anything rewrites the file; an invalid edit is refused and reported."""
         self.config_problem: str | None = None

@@ -63,8 +63,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from backscroll.desktop import Desktop, Window, headless_desktop
 from bench.capture import LOG_LINES, PROSE, machine, percentile, tree
-from tests.desktop import Desktop, Window, headless_desktop
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "daemon.txt"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import shutil
@@ -16,7 +15,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+
+import msgspec
 
 from base.clock import now_us
 from base.errors import LockedError, is_disk_full
@@ -41,6 +41,16 @@ BATCH_EVENTS = 1000
 BATCH_SECONDS = 1.5
 IDLE_SECONDS = 5.0
 PURGE_PLAN = "purge.json"
+
+
+class PurgePlan(msgspec.Struct):
+    """What a deletion must remove, saved before the first step so that a crash at any step
+    is finished by the next executor even though the compacted log no longer shows it."""
+
+    request: int
+    months: set[str] = set()
+    thumbs: list[str] = []
+
 
 Progress = Callable[[int, int], None]
 """Called with (events done, events to do)."""
@@ -113,7 +123,7 @@ class Projector:
         if self._rebuild:
             self._rebuild = False
             self.rebuild_all()
-        self.execute_pending()
+        self.purge_pending()
         self.state.log_mark = self.log.mark() if self.state.pending_deletions() else mark
         self.state.save(self.layout.views)
         return done
@@ -170,7 +180,7 @@ class Projector:
 
     # -- deletion --------------------------------------------------------------------------
 
-    def execute_pending(self) -> None:
+    def purge_pending(self) -> None:
         for deletion in self.state.pending_deletions():
             self.purge(deletion)
 
@@ -181,24 +191,26 @@ class Projector:
         next executor even though the compacted log no longer shows what was removed.
         """
         plan_path = self.layout.views / PURGE_PLAN
-        plan = _load_plan(plan_path, deletion.offset)
-        if plan is None:
-            months: set[str] = set()
-            thumbs: list[str] = []
+        plan = _load_plan(plan_path)
+        if plan is None or plan.request != deletion.offset:
+            plan = PurgePlan(deletion.offset)
             for _, event in self.log.read(types={FRAME_TYPE}):
                 assert isinstance(event, FrameCaptured)
                 if matches(deletion.scope, event):
-                    months.add(partition_of(event.captured_us))
+                    plan.months.add(partition_of(event.captured_us))
                     if event.thumb:
-                        thumbs.append(event.thumb)
-            plan = {"request": deletion.offset, "months": sorted(months), "thumbs": thumbs}
-            write_atomic(plan_path, json.dumps(plan).encode())
-        removed_thumbs = self._remove_thumbnails(plan["thumbs"])
+                        plan.thumbs.append(event.thumb)
+            if plan_path.exists():
+                # A damaged plan may be all that knew which months held the frames, if the
+                # log was compacted before the damage: rebuild every month to be sure.
+                plan.months.update(self.state.partitions)
+            write_atomic(plan_path, msgspec.json.encode(plan))
+        removed_thumbs = self._remove_thumbnails(plan.thumbs)
         compacted = self.log.compact(
             lambda _, e: None if isinstance(e, FrameCaptured) and matches(deletion.scope, e) else e
         )
-        self.rebuild_months(set(plan["months"]))
-        frames = len(compacted.dropped) or len(plan["thumbs"])
+        self.rebuild_months(plan.months)
+        frames = len(compacted.dropped) or len(plan.thumbs)
         self.log.append(
             PurgeCompleted(
                 ts_us=now_us(), request_id=deletion.offset, frames=frames, thumbnails=removed_thumbs
@@ -286,7 +298,7 @@ class Projector:
         self.state.save(self.layout.views)
         if progress:
             progress(done, max(done, total))
-        self.execute_pending()
+        self.purge_pending()
 
 
 def _try_lock(path: Path) -> int:
@@ -299,9 +311,9 @@ def _try_lock(path: Path) -> int:
     return fd
 
 
-def _load_plan(path: Path, request: int) -> dict[str, Any] | None:
+def _load_plan(path: Path) -> PurgePlan | None:
+    """The saved plan; None when there is none or it cannot be read (then it is re-made)."""
     try:
-        plan = json.loads(path.read_bytes())
-    except FileNotFoundError:
+        return msgspec.json.decode(path.read_bytes(), type=PurgePlan)
+    except (FileNotFoundError, msgspec.DecodeError):
         return None
-    return plan if plan.get("request") == request else None

@@ -244,3 +244,35 @@ def test_the_first_encrypted_write_records_the_key_by_fingerprint(backscroll_hom
             ("file", key_status(backscroll_home).fingerprint)
         ]
         assert store.state().key_store == "file"
+
+
+def test_a_damaged_purge_plan_after_the_log_was_compacted_still_purges_every_month(
+    backscroll_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from projector.runner import Projector
+
+    with MemoryStore() as store:
+        import_frames(
+            store,
+            [
+                frame(40, "Slack", "general", "obliviate tarantella"),
+                frame(1, "Terminal", "zsh", "kept frame with pelican"),
+            ],
+        )
+        real_rebuild = Projector.rebuild_months
+
+        def crash(self: Projector, months: set[str]) -> None:
+            raise SystemExit("power cut after the compaction, before the months are rebuilt")
+
+        monkeypatch.setattr(Projector, "rebuild_months", crash)
+        with pytest.raises(SystemExit):
+            delete(store, app="slack")
+        monkeypatch.setattr(Projector, "rebuild_months", real_rebuild)
+    assert files_containing(backscroll_home / "log", "obliviate") == []  # compacted away
+    assert index_doc_freq(backscroll_home, "text", "obliviate") == 1  # the index still has it
+    (backscroll_home / "views" / "purge.json").write_bytes(b"\x00garbage")
+    with MemoryStore() as store:
+        assert store.search("obliviate") == []
+        assert len(store.search("pelican")) == 1
+    assert index_doc_freq(backscroll_home, "text", "obliviate") == 0
+    assert not (backscroll_home / "views" / "purge.json").exists()

@@ -1,0 +1,75 @@
+"""The import contract in pyproject.toml holds, and it is not a contract that cannot fail."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+PACKAGES = ("base", "eventlog", "projector", "capture", "query", "backscroll", "bench", "tests")
+LINT = Path(sys.executable).with_name("lint-imports")
+
+
+def _lint(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LINT), "--no-cache", "--config", str(root / "pyproject.toml")],
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A copy of the library packages, so a test can add a module that breaks a layer."""
+    for package in PACKAGES:
+        shutil.copytree(
+            REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    shutil.copy(REPO / "pyproject.toml", tmp_path)
+    return tmp_path
+
+
+def test_the_layers_of_the_tree_are_kept(tree: Path) -> None:
+    result = _lint(tree)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "contract"),
+    [
+        # A function-level import is still an import: the log must never look up at the app.
+        ("eventlog/_back_edge.py", "def f():\n    from backscroll import store\n", "Layers"),
+        ("base/_back_edge.py", "from eventlog import events\n", "Layers"),
+        ("capture/_back_edge.py", "from eventlog.log import Log\n", "Capture"),
+        ("query/_back_edge.py", "from projector.indexer import SearchWriter\n", "Queries"),
+        ("capture/_sibling.py", "def f():\n    import query.render\n", "Layers"),
+        ("bench/_back_edge.py", "from tests.desktop import Desktop\n", "Benchmarks"),
+    ],
+)
+def test_a_back_edge_breaks_the_contract(
+    tree: Path, module: str, source: str, contract: str
+) -> None:
+    (tree / module).write_text(source)
+    result = _lint(tree)
+    assert result.returncode != 0
+    assert f"{contract}" in result.stdout and "BROKEN" in result.stdout
+    assert module.removesuffix(".py").replace("/", ".") in result.stdout
+
+
+def test_importing_the_log_loads_nothing_of_the_app() -> None:
+    probe = "import eventlog, sys; print(sorted({m.split('.')[0] for m in sys.modules}))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO
+    ).stdout
+    for above in ("backscroll", "projector", "query", "capture"):
+        assert f"'{above}'" not in loaded
+    assert "'base'" in loaded
