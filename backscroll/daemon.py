@@ -24,9 +24,9 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from backscroll.heartbeat import Heartbeat
+from backscroll.heartbeat import Heartbeat, HeartbeatFile, read_heartbeat
 from backscroll.housekeeping import housekeep
 from backscroll.record import Seen, record_frame, remove_orphan_thumbnails
 from backscroll.reindex import run_requested
@@ -49,6 +49,13 @@ from eventlog.events import (
     DaemonStopped,
     TextSource,
 )
+
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+    from backscroll.crypto import FrameCrypto
+    from capture.probe import Frontmost, Geometry
+    from capture.screen import Monitor
 
 log = logging.getLogger("backscroll.daemon")
 
@@ -76,7 +83,7 @@ class Daemon:
         self._hotkey: Any = None
         self._hotkey_combo: str | None = None  # the combination listened for; None: none yet
         self._lock_fd = self._single_instance()
-        self._pending: tuple[CaptureReason, Any, Any] | None = None
+        self._pending: tuple[CaptureReason, Frontmost, float] | None = None
         self._wake = threading.Condition()
         self._busy = False
         self._last_signature: bytes | None = None
@@ -91,16 +98,15 @@ class Daemon:
     # -- lifecycle -------------------------------------------------------------------------
 
     def _single_instance(self) -> int:
-        from backscroll.status import read_heartbeat
-
         fd = os.open(self.home / "daemon.lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            beat = read_heartbeat(self.home) or {}
+            beat = read_heartbeat(self.home)
+            pid = "?" if beat is None else beat.pid
             raise LockedError(
-                f"a capture daemon is already running for {self.home} (pid {beat.get('pid', '?')})"
+                f"a capture daemon is already running for {self.home} (pid {pid})"
             ) from None
         return fd
 
@@ -111,10 +117,11 @@ class Daemon:
         self.backends = backends()
         config = self.config()
         self.backends.ocr.check()
-        self.heartbeat = Heartbeat(self.home / "daemon.json")
-        self.store.log.append(DaemonStarted(ts_us=now_us(), pid=os.getpid()))
+        self.heartbeat = HeartbeatFile(self.home)
+        self.started_us = now_us()
+        self.store.log.append(DaemonStarted(ts_us=self.started_us, pid=os.getpid()))
         with self.store.log.locked():
-            remove_orphan_thumbnails(self.home, self.store.log.next_offset())
+            remove_orphan_thumbnails(self.home, self.store.log)
         self.trigger = Trigger()
         self._default_excepthook = threading.excepthook
         threading.excepthook = self._thread_failed
@@ -250,7 +257,7 @@ class Daemon:
             finally:
                 self._busy = False
 
-    def _capture(self, config: Config, reason: CaptureReason, front: Any, when: float) -> str:
+    def _capture(self, config: Config, reason: CaptureReason, front: Frontmost, when: float) -> str:
         from capture import screen
 
         captured_us = now_us()
@@ -308,7 +315,7 @@ class Daemon:
             return ""
 
     def _text(
-        self, config: Config, front: Any, ax_text: Future[str], image: Any, monitor: Any
+        self, config: Config, front: Frontmost, ax_text: Future[str], image: Image, monitor: Monitor
     ) -> tuple[str, TextSource]:
         text = ax_text.result()
         if len(text.strip()) >= config.ax_min_chars and config.ocr_backend != "always":
@@ -325,7 +332,7 @@ class Daemon:
             return ocr, "ocr"
         return text, "ax" if text.strip() else "none"
 
-    def _crypto(self, config: Config) -> Any:
+    def _crypto(self, config: Config) -> FrameCrypto | None:
         if not (config.encrypt_text or config.encrypt_thumbnails):
             return None
         return self.store.ensure_crypto()
@@ -403,29 +410,25 @@ class Daemon:
 
     def _beat(self, config: Config) -> None:
         self.heartbeat.write(
-            {
-                "pid": os.getpid(),
-                "started_us": getattr(self, "_started_us", None) or self._mark_start(),
-                "last_tick_us": now_us(),
-                "last_outcome": self.outcome,
-                "problem": self.problem,
-                "trigger": config.trigger,
-                "poll_seconds": config.poll_seconds,
-                "min_interval_seconds": config.min_interval_seconds,
-                "interval_seconds": config.interval_seconds,
-                "last_reason": self.last_reason,
-                "last_text_source": self.last_text_source,
-                "text_sources": self.counts["text_sources"],
-                "reasons": self.counts["reasons"],
-                "redactions": self.redactions,
-                "hotkey_problem": self.hotkey_problem,
-                "config_problem": self.store.config_problem,
-            }
+            Heartbeat(
+                pid=os.getpid(),
+                started_us=self.started_us,
+                last_tick_us=now_us(),
+                last_outcome=self.outcome,
+                problem=self.problem,
+                trigger=config.trigger,
+                poll_seconds=config.poll_seconds,
+                min_interval_seconds=config.min_interval_seconds,
+                interval_seconds=config.interval_seconds,
+                last_reason=self.last_reason,
+                last_text_source=self.last_text_source,
+                text_sources=self.counts["text_sources"],
+                reasons=self.counts["reasons"],
+                redactions=self.redactions,
+                hotkey_problem=self.hotkey_problem,
+                config_problem=self.store.config_problem,
+            )
         )
-
-    def _mark_start(self) -> int:
-        self._started_us = now_us()
-        return self._started_us
 
     def _follow_hotkey(self, config: Config) -> None:
         """Listen for the config's pause hotkey: a changed one replaces the old listener at
@@ -512,7 +515,7 @@ def _small(sig: bytes) -> bytes:
     return image.resize(EVENT_SIGNATURE, Image.Resampling.BOX).tobytes()
 
 
-def _window_region(image: Any, geometry: Any, monitor: Any) -> Any:
+def _window_region(image: Image, geometry: Geometry, monitor: Monitor) -> Image:
     left, top = geometry.x - monitor.left, geometry.y - monitor.top
     box = (
         max(0, left),

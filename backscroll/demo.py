@@ -250,7 +250,7 @@ def _open_windows(desk: Desktop) -> list[_Scene]:
 
 def _start_daemon(desk: Desktop, store: Path) -> subprocess.Popen[bytes]:
     """``backscroll start`` on the desktop; returns once its heartbeat names it."""
-    from backscroll.status import read_heartbeat
+    from backscroll.heartbeat import read_heartbeat
 
     # The same backscroll as this process, whether installed or run from a checkout.
     source = str(Path(__file__).resolve().parent.parent)
@@ -272,7 +272,7 @@ def _start_daemon(desk: Desktop, store: Path) -> subprocess.Popen[bytes]:
             preexec_fn=_default_sigint,
         )
     deadline = time.monotonic() + DAEMON_START_TIMEOUT_S
-    while (read_heartbeat(store) or {}).get("pid") != process.pid:
+    while (beat := read_heartbeat(store)) is None or beat.pid != process.pid:
         if process.poll() is not None:
             detail = errors.read_text(errors="replace").strip().splitlines()
             raise CaptureError(
@@ -322,11 +322,12 @@ def _sleep_until(when: float) -> None:
 
 def _wait_idle(store: Path, timeout: float = 5.0) -> None:
     """Let the daemon finish the frame in hand (its OCR) before status and the stop."""
-    from backscroll.status import read_heartbeat
+    from backscroll.heartbeat import read_heartbeat
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if (read_heartbeat(store) or {}).get("last_outcome") != "working":
+        beat = read_heartbeat(store)
+        if beat is None or beat.last_outcome != "working":
             return
         time.sleep(0.1)
 

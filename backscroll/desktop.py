@@ -42,7 +42,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, overload
@@ -92,6 +92,21 @@ _BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Confi
   </policy>
 </busconfig>
 """
+
+
+T = TypeVar("T")
+
+
+def wait_for(check: Callable[[], T], what: str, timeout: float = 20.0) -> T:
+    """Poll ``check`` until it returns something truthy, and return that; a desktop's
+    components answer in their own time. Raises TimeoutError naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise TimeoutError(f"timed out waiting for {what}")
 
 
 def missing_packages() -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from backscroll.status import dir_bytes
+from backscroll.stats import dir_bytes
 from backscroll.store import MemoryStore
 from base.clock import now_us
 from base.config import Config

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 import msgspec
 
 from base.errors import KeyUnavailableError
-from base.fs import ensure_dir, private_umask, write_atomic
+from base.fs import ensure_dir, write_atomic, write_new
 from base.home import is_default_home
 
 if TYPE_CHECKING:
@@ -288,7 +288,6 @@ def _create_key(home: Path, forced: str | None) -> bytes:
 @contextlib.contextmanager
 def _creation_lock(home: Path) -> Iterator[None]:
     """Serialise key creation across processes (the daemon and a CLI may start together)."""
-    private_umask()
     fd = os.open(home / _LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -338,31 +337,13 @@ def _write_new_secret(home: Path, store: str, key: bytes) -> bytes:
         if stored != key:
             raise KeyUnavailableError(f"the {_describe(store, home)} did not keep the new key")
         return key
-    path = home / KEY_FILE
-    private_umask()
-    tmp = path.with_name(f".{KEY_FILE}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, (_encode(key) + "\n").encode("ascii"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
-        # link() fails if the key file exists, so an existing key can never be overwritten,
-        # and the key file appears complete or not at all.
-        os.link(tmp, path)
-    except FileExistsError:
-        existing = _read_secret(home, store)
-        assert existing is not None
-        return existing
-    finally:
-        tmp.unlink()
-    dir_fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-    return key
+    # write_new links the key file into place, so an existing key is never overwritten and
+    # the key file appears complete or not at all.
+    if write_new(home / KEY_FILE, (_encode(key) + "\n").encode("ascii")):
+        return key
+    existing = _read_secret(home, store)
+    assert existing is not None
+    return existing
 
 
 # -- the keyring package --------------------------------------------------------------------

@@ -20,8 +20,7 @@ This module imports the SDK at the top; the CLI imports it only when ``mcp`` run
 import base64
 import json
 import os
-from collections.abc import Callable
-from datetime import datetime, timedelta
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import (
@@ -38,6 +37,17 @@ from mcp.types import Tool as ToolInfo
 from pydantic import BaseModel, Field, PlainValidator, ValidationError
 from pydantic_core import PydanticCustomError
 
+from backscroll.screen_memory import (
+    CONTEXT_MAX_MINUTES,
+    CONTEXT_MINUTES,
+    MAX_SEGMENTS,
+    SEGMENT_MAX_MINUTES,
+    SEGMENT_MINUTES,
+    SEGMENTS,
+    recent_context,
+    recent_segments,
+    status_summary,
+)
 from backscroll.tools import (
     MAX_FRAME_ID,
     MAX_LIMIT,
@@ -51,18 +61,10 @@ from backscroll.tools import (
     one_line,
     shown_number,
 )
-from base.errors import BackscrollError, UsageError
+from base.errors import BackscrollError
 
 Home = str | os.PathLike[str] | None
 
-CONTEXT_MINUTES, CONTEXT_MAX_MINUTES = 5, 60
-CONTEXT_WINDOWS = 20  # entries in a recent-context answer: bounded, newest first
-EXCERPT_CHARS = 280
-SEGMENT_MINUTES, SEGMENT_MAX_MINUTES = 60, 24 * 60
-SEGMENTS, MAX_SEGMENTS = 20, 100
-# Frames read for the recent tools: an hour of events-mode capture is at most one frame per
-# 2 s (min_interval_seconds), 1,800 frames.
-RECENT_FRAMES = 2000
 
 INSTRUCTIONS = (
     "Backscroll is a local, private memory of what was on this computer's screen. Call "
@@ -176,6 +178,14 @@ def build_server(
     server = BackscrollServer(
         "backscroll", instructions=INSTRUCTIONS, log_level="WARNING", version="0.1.0"
     )
+    _add_memory(server, home)
+    _add_screen_memory(server, home)
+    if allow_manage:
+        _add_manage(server, home, allow_export)
+    return server
+
+
+def _add_memory(server: MCPServer, home: Home) -> None:
     reader = MemoryTool(home)
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
@@ -215,6 +225,10 @@ def build_server(
             include_image=include_image,
         )
         return to_mcp(await reader.execute(None, params))
+
+
+def _add_screen_memory(server: MCPServer, home: Home) -> None:
+    """The tools of the screen-memory spec: status, recent context, recent segments."""
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def screen_memory_status() -> CallToolResult:
@@ -257,13 +271,10 @@ def build_server(
         ids), newest first. Frame ids work with memory(action="show")."""
         return await _json_tool(lambda: recent_segments(home, minutes, limit))
 
-    if allow_manage:
-        _add_manage(server, home, allow_export)
-    return server
 
-
-def _add_manage(server: MCPServer, home: Home, allow_export: bool) -> None:
-    manager = MemoryManageTool(home)
+def _export_approval(allow_export: bool) -> Callable[..., Awaitable[Elicit[ExportApproval] | str]]:
+    """The resolver that decides an export before ``memory_manage`` runs (the SDK passes it
+    the tool's arguments by name)."""
 
     async def approve_export(
         ctx: Context,
@@ -298,11 +309,31 @@ def _add_manage(server: MCPServer, home: Home, allow_export: bool) -> None:
             return Elicit(message, ExportApproval)
         return PREAPPROVED if allow_export else CANNOT_ASK
 
+    return approve_export
+
+
+# The manage tool's arguments whose descriptions take several lines, named here so that the
+# tool's signature reads one argument a line.
+ManageAction = Annotated[
+    Literal["pause", "resume", "deny", "config", "delete", "export"], _d("What to do")
+]
+CaptureTrigger = Annotated[Literal["events", "interval"] | None, _d("Capture trigger (config)")]
+ExportPath = Annotated[
+    Text, _d("export: new or empty folder (default ~/Downloads/backscroll-memory-<time>)")
+]
+ExportFormat = Annotated[
+    Literal["json", "csv", "html"],
+    _d("export: frames.json, frames.csv, or a browsable index.html"),
+]
+
+
+def _add_manage(server: MCPServer, home: Home, allow_export: bool) -> None:
+    manager = MemoryManageTool(home)
+    approve_export = _export_approval(allow_export)
+
     @server.tool(annotations=DESTRUCTIVE, structured_output=False)
     async def memory_manage(
-        action: Annotated[
-            Literal["pause", "resume", "deny", "config", "delete", "export"], _d("What to do")
-        ],
+        action: ManageAction,
         approval: Annotated[ElicitationResult[ExportApproval], Resolve(approve_export)],
         duration: Annotated[Text, _d("pause length, e.g. 30m, 2h (omit: until resumed)")] = None,
         deny_add: Annotated[Text, _d("Deny-list pattern to add (deny)")] = None,
@@ -310,9 +341,7 @@ def _add_manage(server: MCPServer, home: Home, allow_export: bool) -> None:
         interval_seconds: Annotated[float | None, _d("Capture interval (config)")] = None,
         storage_cap_mb: Annotated[int | None, _d("Storage cap in MB (config)")] = None,
         retention_days: Annotated[int | None, _d("Retention in days (config)")] = None,
-        trigger: Annotated[
-            Literal["events", "interval"] | None, _d("Capture trigger (config)")
-        ] = None,
+        trigger: CaptureTrigger = None,
         redact: Annotated[bool | None, _d("Scrub secrets from new frames (config)")] = None,
         encrypt_text: Annotated[bool | None, _d("Encrypt new frames' text (config)")] = None,
         encrypt_thumbnails: Annotated[bool | None, _d("Encrypt new thumbnails (config)")] = None,
@@ -320,14 +349,8 @@ def _add_manage(server: MCPServer, home: Home, allow_export: bool) -> None:
         until: Annotated[Text, _d("Scope end for delete and export")] = None,
         app: Annotated[Text, _d("Scope for delete and export: app or title")] = None,
         confirm: Annotated[bool, _d("Required (true) for delete")] = False,
-        path: Annotated[
-            Text,
-            _d("export: new or empty folder (default ~/Downloads/backscroll-memory-<time>)"),
-        ] = None,
-        format: Annotated[
-            Literal["json", "csv", "html"],
-            _d("export: frames.json, frames.csv, or a browsable index.html"),
-        ] = "json",
+        path: ExportPath = None,
+        format: ExportFormat = "json",
         query: Annotated[Text, _d("export: only moments matching this search")] = None,
         thumbnails: Annotated[bool, _d("export: include decrypted JPEG thumbnails")] = True,
     ) -> CallToolResult:
@@ -356,11 +379,18 @@ def _add_manage(server: MCPServer, home: Home, allow_export: bool) -> None:
             query=query,
             thumbnails=thumbnails,
         )
-        if action == "export":
-            refusal = export_refusal(approval)
-            if refusal:
-                return to_mcp(error(refusal, approved=False))
-        return to_mcp(await manager.execute(_Verdict(action == "export"), params))
+        return await _manage(manager, params, approval)
+
+
+async def _manage(
+    manager: MemoryManageTool, params: MemoryManageTool.Params, approval: Any
+) -> CallToolResult:
+    """Run a manage action; an export only once the resolver's answer allows it."""
+    if params.action == "export":
+        refusal = export_refusal(approval)
+        if refusal:
+            return to_mcp(error(refusal, approved=False))
+    return to_mcp(await manager.execute(_Verdict(params.action == "export"), params))
 
 
 class _Verdict:
@@ -419,114 +449,6 @@ async def _json_tool(work: Callable[[], dict[str, Any]]) -> CallToolResult:
         return to_mcp(error(str(exc)))
     text = json.dumps(data, indent=2, ensure_ascii=False)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
-
-
-def status_summary(home: Home) -> dict[str, Any]:
-    """``screen_memory_status``: is it recording, what span, how many frames."""
-    from backscroll.status import collect
-    from backscroll.store import MemoryStore
-
-    with MemoryStore(home) as store:
-        info = collect(store)
-    daemon = info["daemon"]["state"]
-    return {
-        "recording": daemon == "running" and info["capture"] == "active",
-        "capture": info["capture"],
-        "daemon": daemon,
-        "local_only": True,
-        "frames": info["frames"],
-        "oldest": info["oldest"],
-        "newest": info["newest"],
-        "apps": info["apps"],
-        "text_sources": info["text_sources"],
-        "thumbnails": info["thumbnails"],
-        "encrypt_text": info["encrypt_text"],
-        "encrypt_thumbnails": info["encrypt_thumbnails"],
-        "retention_days": info["retention_days"],
-    }
-
-
-def recent_context(home: Home, minutes: int = CONTEXT_MINUTES) -> dict[str, Any]:
-    """``screen_memory_recent_context``: one entry per window of the last ``minutes``."""
-    from backscroll.store import MemoryStore
-
-    minutes = _at_least_one("minutes", minutes, CONTEXT_MAX_MINUTES)
-    start = datetime.now().astimezone() - timedelta(minutes=minutes)
-    with MemoryStore(home) as store:
-        hits = _recent(store, start)
-        windows: dict[tuple[str, str], list[Any]] = {}
-        for hit in hits:
-            windows.setdefault((hit.app, hit.title), []).append(hit)
-        latest = sorted(windows.values(), key=lambda g: (g[-1].when, g[-1].id), reverse=True)
-        entries = [
-            {
-                "app": group[-1].app,
-                "title": group[-1].title,
-                "start": _iso(group[0].when),
-                "end": _iso(group[-1].when),
-                "frames": len(group),
-                "id": group[-1].id,
-                "excerpt": _excerpt(store.get(group[-1].id).text or ""),
-            }
-            for group in latest[:CONTEXT_WINDOWS]
-        ]
-        why = None if hits else store.why_empty(start, None, None)
-    return {
-        "minutes": minutes,
-        "since": _iso(start),
-        "windows": entries,
-        "more_windows": max(0, len(latest) - CONTEXT_WINDOWS),
-        "why_empty": why,
-    }
-
-
-def recent_segments(
-    home: Home, minutes: int = SEGMENT_MINUTES, limit: int = SEGMENTS
-) -> dict[str, Any]:
-    """``screen_memory_recent_segments``: consecutive frames of one window, newest first."""
-    from backscroll.store import MemoryStore
-    from query.render import group_hits
-
-    minutes = _at_least_one("minutes", minutes, SEGMENT_MAX_MINUTES)
-    limit = _at_least_one("limit", limit, MAX_SEGMENTS)
-    start = datetime.now().astimezone() - timedelta(minutes=minutes)
-    with MemoryStore(home) as store:
-        hits = _recent(store, start)
-        why = None if hits else store.why_empty(start, None, None)
-    segments = [
-        {
-            "app": group[0].app,
-            "title": group[0].title,
-            "start": _iso(group[0].when),
-            "end": _iso(group[-1].when),
-            "frame_ids": [h.id for h in group],
-        }
-        for group in group_hits(hits)[::-1][:limit]
-    ]
-    return {"minutes": minutes, "since": _iso(start), "segments": segments, "why_empty": why}
-
-
-def _recent(store: Any, start: datetime) -> list[Any]:
-    """The latest frames since ``start``, oldest first. The timeline's latest-N read stops at
-    the newest partitions; a window bound would read from its start instead."""
-    return [hit for hit in store.timeline(limit=RECENT_FRAMES) if hit.when >= start]
-
-
-def _at_least_one(name: str, value: int, most: int) -> int:
-    """``value`` when it is 1 or more, capped at ``most`` as the tool descriptions say: a
-    wider ask still gets the bounded answer, but zero or less is a mistake, not "a little"."""
-    if value < 1:
-        raise UsageError(f"{name}: must be at least 1, not {shown_number(value)}")
-    return min(value, most)
-
-
-def _iso(when: datetime) -> str:
-    return when.astimezone().isoformat(timespec="seconds")
-
-
-def _excerpt(text: str) -> str:
-    folded = " ".join(text.split())
-    return folded if len(folded) <= EXCERPT_CHARS else folded[: EXCERPT_CHARS - 1] + "…"
 
 
 def serve(home: Home = None, *, allow_manage: bool = False, allow_export: bool = False) -> None:

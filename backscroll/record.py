@@ -7,16 +7,16 @@ thumbnail file, which is written and fsynced before the event that references it
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from base.clock import now_us
 from base.config import Config
-from base.fs import ensure_dir, fsync_dir
-from eventlog.events import CaptureReason, FrameCaptured, TextSource
-from eventlog.log import Batch
+from base.fs import ensure_dir, write_file
+from eventlog.batch import Batch
+from eventlog.contract import EventLog
+from eventlog.events import FRAME_TYPE, CaptureReason, FrameCaptured, TextSource
 
 if TYPE_CHECKING:
     from backscroll.crypto import FrameCrypto
@@ -97,32 +97,40 @@ def thumb_path(frame_id: int, captured_us: int, encrypted: bool) -> str:
 
 
 def write_thumbnail(home: Path, frame_id: int, captured_us: int, data: bytes, enc: bool) -> str:
+    """Write the thumbnail durably, before the event that names it: a crash in between
+    leaves a file no event names (swept by ``remove_orphan_thumbnails``), never an event
+    naming a short file."""
     rel = thumb_path(frame_id, captured_us, enc)
     path = home / rel
-    created = not path.parent.exists()
     ensure_dir(path.parent)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    fsync_dir(path.parent)
-    if created:
-        fsync_dir(path.parent.parent)
+    write_file(path, data)
     return rel
 
 
-def remove_orphan_thumbnails(home: Path, next_offset: int) -> int:
-    """Thumbnails written for a frame whose event never made it (a crash in between)."""
-    removed = 0
+def remove_orphan_thumbnails(home: Path, log: EventLog) -> int:
+    """Thumbnails written for a frame whose event never made it (a crash in between); call
+    under the log's lock.
+
+    An orphan is numbered past the log's last frame. Not past its next offset: that number
+    may have gone to another event since (the daemon's start, an offset a torn tail cost),
+    and the orphan would then stay for good.
+    """
     root = home / "thumbs"
     if not root.exists():
         return 0
+    numbered: dict[int, list[Path]] = {}
     for day in root.iterdir():
         for file in day.iterdir():
             stem = file.name.split(".", 1)[0]
-            if stem.isdigit() and int(stem) >= next_offset:
-                file.unlink()
-                removed += 1
+            if stem.isdigit():
+                numbered.setdefault(int(stem), []).append(file)
+    removed = 0
+    # Newest first, each probe reading the log only from that number on: orphans are the
+    # few of one interrupted batch, so this stays near the log's tail.
+    for frame_id in sorted(numbered, reverse=True):
+        if next(iter(log.records(frame_id, types={FRAME_TYPE})), None) is not None:
+            break  # a frame at or past it: it and every older one may be named by the log
+        for file in numbered[frame_id]:
+            file.unlink()
+            removed += 1
     return removed

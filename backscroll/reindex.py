@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -18,9 +18,12 @@ from backscroll.record import redact_frame, write_thumbnail
 from backscroll.store import MemoryStore
 from base.clock import now_us
 from base.config import Config
-from base.errors import DecryptionError, LockedError
+from base.errors import DecryptionError, KeyUnavailableError, LockedError
 from eventlog.events import Event, FrameCaptured, FramesRewritten, ReindexRequested
 from projector.runner import Projector
+
+if TYPE_CHECKING:
+    from backscroll.crypto import FrameCrypto
 
 
 def reindex(
@@ -125,11 +128,15 @@ def _rewrite_frame(
     store: MemoryStore,
     frame: FrameCaptured,
     config: Config,
-    crypto: Any,
+    crypto: FrameCrypto | None,
     counts: dict[str, int],
     stale: list[str],
 ) -> FrameCaptured:
-    text = crypto.decrypt_text(frame.frame_id, frame.ciphertext) if frame.encrypted else frame.text
+    text = (
+        _opened(crypto).decrypt_text(frame.frame_id, frame.ciphertext)
+        if frame.encrypted
+        else frame.text
+    )
     title = frame.title
     redactions = dict(frame.redactions)
     if config.redact:
@@ -151,9 +158,9 @@ def _rewrite_frame(
         )
         changes.update(
             text="" if encrypt else text,
-            ciphertext=crypto.encrypt_text(frame.frame_id, text) if encrypt else b"",
+            ciphertext=_opened(crypto).encrypt_text(frame.frame_id, text) if encrypt else b"",
             encrypted=encrypt,
-            blind_tokens=crypto.blind_tokens(text) if encrypt else (),
+            blind_tokens=_opened(crypto).blind_tokens(text) if encrypt else (),
         )
     if redactions != frame.redactions:
         changes["redactions"] = redactions
@@ -163,10 +170,10 @@ def _rewrite_frame(
         if path.exists():
             data = path.read_bytes()
             if frame.thumb_encrypted:
-                data = crypto.decrypt_thumb(frame.frame_id, data)
+                data = _opened(crypto).decrypt_thumb(frame.frame_id, data)
                 counts["thumbnails_decrypted"] += 1
             else:
-                data = crypto.encrypt_thumb(frame.frame_id, data)
+                data = _opened(crypto).encrypt_thumb(frame.frame_id, data)
                 counts["thumbnails_encrypted"] += 1
             rel = write_thumbnail(
                 store.home, frame.frame_id, frame.captured_us, data, want_thumb_enc
@@ -185,3 +192,13 @@ def _rewrite_frame(
 
 def _event_counts(counts: dict[str, int]) -> dict[str, int]:
     return {k: v for k, v in counts.items() if k != "unreadable"}
+
+
+def _opened(crypto: FrameCrypto | None) -> FrameCrypto:
+    """The cipher for a frame that is, or is to be, encrypted: reindex never rewrites such a
+    frame without one (without the key, its text cannot be read to rewrite)."""
+    if crypto is None:
+        raise KeyUnavailableError(
+            "encrypted frames cannot be rewritten: encryption is not available on this machine"
+        )
+    return crypto

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from base.errors import BackscrollError
-from base.fs import ensure_dir
+from base.fs import ensure_dir, write_atomic
 from base.home import is_default_home, resolve_home
 
 __all__ = [
@@ -338,11 +338,8 @@ def _write(done: Done, path: Path, data: bytes) -> bool:
     except FileNotFoundError:
         old = None
     if old != data:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(data)
-        tmp.chmod(0o644)
-        os.replace(tmp, path)
+        ensure_dir(path.parent)
+        write_atomic(path, data, mode=0o644)  # the mode service managers' files have
     done.files.append(path)
     return old is not None and old != data
 

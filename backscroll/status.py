@@ -1,32 +1,215 @@
-"""``backscroll status``: the spec's status fields, as a dict and as text."""
+"""``backscroll status``: the store's stats beside the daemon's heartbeat and the config.
+
+One record, ``Status``, for ``status --json`` and the agent tools, and ``render`` for the
+text. The stats themselves are ``backscroll.stats``, below the store, so that the store never
+needs this module.
+"""
 
 from __future__ import annotations
 
-import json
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
+from backscroll import keys
+from backscroll.heartbeat import Heartbeat, read_heartbeat
+from backscroll.stats import disk_use, stats
 from backscroll.store import MemoryStore
 from base.clock import now_us
+from projector.state import Damage, Pause, Weakened
 
-HEARTBEAT = "daemon.json"
 # A heartbeat older than this (with a live pid) means the daemon is stuck, not running.
 STALE_TICK_SECONDS = 30
+LOCAL_SECOND = "%Y-%m-%d %H:%M:%S"
+
+DaemonState = Literal["running", "not responding", "died", "not running"]
 
 
-def read_heartbeat(home: Path) -> dict[str, Any] | None:
-    try:
-        data: dict[str, Any] = json.loads((home / HEARTBEAT).read_bytes())
-        return data
-    except (FileNotFoundError, ValueError):
-        return None
+class Daemon(msgspec.Struct, frozen=True, kw_only=True):
+    """The capture daemon, as its heartbeat and the log's record of stopped runs tell it."""
+
+    state: DaemonState
+    beat: Heartbeat | None = None
+    """Its last heartbeat; None when there is none (never started, or stopped cleanly)."""
+    tick_age_seconds: float | None = None
+    """Seconds since that heartbeat; only for a daemon whose process is alive."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """``status --json``'s ``daemon``: the heartbeat's fields, then the state."""
+        shown: dict[str, Any] = msgspec.to_builtins(self.beat) if self.beat else {}
+        shown["state"] = self.state
+        if self.tick_age_seconds is not None:
+            shown["tick_age_seconds"] = self.tick_age_seconds
+        return shown
 
 
-def pid_alive(pid: int) -> bool:
+class Status(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``status`` shows. ``status --json`` prints these fields in this order (see
+    ``to_dict``): the spec's ``Stats`` fields among them, under the same names."""
+
+    daemon: Daemon
+    capture: str
+    """``active``, or ``paused until …`` with the pause's reason."""
+    store: str
+    frames: int
+    oldest: str | None
+    """Local time to the second, as printed; None without frames (so is ``newest``)."""
+    newest: str | None
+    apps: int
+    thumb_bytes: int
+    db_bytes: int
+    """The spec's name for ``log_bytes`` + ``index_bytes``: there is no database."""
+    log_bytes: int
+    index_bytes: int
+    """The views' bytes (the search index, the state, the frames' table)."""
+    total_bytes: int
+    storage_cap_mb: int
+    retention_days: int
+    trigger: str
+    poll_seconds: float
+    min_interval_seconds: float
+    interval_seconds: float
+    text_sources: dict[str, int]
+    redact: bool
+    encrypted_text_frames: int
+    thumbnails: int
+    encrypted_thumbnails: int
+    encrypt_text: bool
+    encrypt_thumbnails: bool
+    key_store: str | None
+    key_problem: str | None
+    key_weak: bool
+    encryption_available: bool
+    deny_apps: list[str]
+    pause_hotkey: str
+    search: str
+    views_lag: int
+    views_behind_why: str
+    config_problem: str | None
+    config_weakened: str | None
+    damage: list[str]
+    skipped_events: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as ``status --json`` prints it, with the daemon's fields flattened."""
+        shown: dict[str, Any] = msgspec.to_builtins(self)
+        shown["daemon"] = self.daemon.to_dict()
+        return shown
+
+
+def collect(store: MemoryStore) -> Status:
+    """The store's status now, with its daemon's last heartbeat."""
+    state = store.state()
+    config = store.config
+    totals = state.totals()
+    key = keys.key_status(store.home)  # once: it asks the key store, which may be slow
+    disk = disk_use(store.layout, totals)
+    counts = stats(totals, config, disk, key.store)
+    stopped = {run.pid for run in state.runs if run.stopped_us is not None}
+    return Status(
+        daemon=_daemon_state(store.home, stopped),
+        capture=_capture_state(state.pause, now_us()),
+        store=str(store.home),
+        frames=counts.frames,
+        oldest=_shown(counts.oldest),
+        newest=_shown(counts.newest),
+        apps=counts.apps,
+        thumb_bytes=counts.thumb_bytes,
+        db_bytes=counts.db_bytes,
+        log_bytes=disk.log,
+        index_bytes=disk.views,
+        total_bytes=counts.total_bytes,
+        storage_cap_mb=config.storage_cap_mb,
+        retention_days=config.retention_days,
+        trigger=config.trigger,
+        poll_seconds=config.poll_seconds,
+        min_interval_seconds=config.min_interval_seconds,
+        interval_seconds=config.interval_seconds,
+        text_sources=counts.text_sources,
+        redact=config.redact,
+        encrypted_text_frames=counts.encrypted_text_frames,
+        thumbnails=counts.thumbnails,
+        encrypted_thumbnails=counts.encrypted_thumbnails,
+        encrypt_text=counts.encrypt_text,
+        encrypt_thumbnails=counts.encrypt_thumbnails,
+        key_store=counts.key_store,
+        key_problem=key.problem,
+        key_weak=key.weak,
+        encryption_available=counts.encryption_available,
+        deny_apps=list(config.deny_apps),
+        pause_hotkey=config.pause_hotkey,
+        search="tantivy",
+        views_lag=store.lag,
+        views_behind_why=store.behind_why,
+        config_problem=store.config_problem,
+        config_weakened=_weakened(state.weakened),
+        damage=[_damage(d) for d in state.damage] + _lost(store),
+        skipped_events=[f"#{u.offset}: {u.why}" for u in state.unapplied],
+    )
+
+
+def render(info: Status) -> str:
+    span = f"  ({info.oldest} → {info.newest})" if info.frames else ""
+    sources = ", ".join(f"{k} ×{v:,}" for k, v in info.text_sources.items())
+    enc_t = "on" if info.encrypt_thumbnails else "off"
+    enc_x = "on" if info.encrypt_text else "off"
+    key = info.key_store or "none yet"
+    if info.key_weak:
+        key += " (weaker: a file anyone who can read your home can read)"
+    if info.key_problem:
+        key += f" — {info.key_problem}"
+    trigger = (
+        f"events — on app/window change (poll {info.poll_seconds:g}s, "
+        f"≥{info.min_interval_seconds:g}s apart), idle fallback {info.interval_seconds:g}s"
+        if info.trigger == "events"
+        else f"interval — every {info.interval_seconds:g}s"
+    )
+    lines = [
+        "backscroll screen memory",
+        f"  daemon:    {_daemon(info.daemon)}",
+        f"  capture:   {info.capture}",
+        f"  store:     {info.store}",
+        f"  frames:    {info.frames:,}{span}",
+        f"  size:      {info.total_bytes / 1e6:.1f} MB of {info.storage_cap_mb} MB cap",
+        f"  trigger:   {trigger}",
+        f"  retention: {info.retention_days} days",
+        f"  text:      {sources}   redaction {'on' if info.redact else 'off'}",
+        f"  encrypt:   thumbnails {enc_t} ({info.encrypted_thumbnails}/{info.thumbnails} "
+        f"stored encrypted); text {enc_x} ({info.encrypted_text_frames}/{info.frames}); "
+        f"key: {key}",
+    ]
+    beat = info.daemon.beat
+    if beat is not None and beat.redactions is not None:
+        lines.append(f"  redacted:  {sum(beat.redactions.values())} secret(s) this daemon run")
+    lines += [
+        f"  deny list: {', '.join(info.deny_apps)}",
+        f"  hotkey:    {info.pause_hotkey or 'off'}{_hotkey_note(beat)}",
+        f"  search:    Tantivy{_lag(info.views_lag, info.views_behind_why)}",
+    ]
+    if not info.encryption_available:
+        lines.append(
+            "  warning:   the cryptography package is missing: frames are stored unencrypted"
+        )
+    if info.config_problem:
+        lines.append(f"  config:    {info.config_problem}")
+    if info.config_weakened:
+        lines.append(f"  config:    {info.config_weakened}")
+    for damage in info.damage:
+        lines.append(f"  damage:    {damage}")
+    for skipped in info.skipped_events:
+        lines.append(f"  skipped:   event {skipped}")
+    if info.damage or info.skipped_events:
+        lines.append(
+            "             (`backscroll verify` has the details; `backscroll clear --damaged` "
+            "removes them)"
+        )
+    return "\n".join(lines)
+
+
+def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -36,116 +219,21 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def daemon_state(home: Path, stopped_pids: set[int]) -> dict[str, Any]:
+def _daemon_state(home: Path, stopped_pids: set[int]) -> Daemon:
     beat = read_heartbeat(home)
     if beat is None:
-        return {"state": "not running"}
-    pid = int(beat.get("pid", 0))
-    if pid and pid_alive(pid) and pid not in stopped_pids:
-        age = (now_us() - int(beat.get("last_tick_us", 0))) / 1e6
-        state = "running" if age < STALE_TICK_SECONDS else "not responding"
-        return {**beat, "state": state, "tick_age_seconds": round(age, 1)}
-    return {**beat, "state": "not running" if pid in stopped_pids else "died"}
+        return Daemon(state="not running")
+    if _pid_alive(beat.pid) and beat.pid not in stopped_pids:
+        age = (now_us() - beat.last_tick_us) / 1e6
+        state: DaemonState = "running" if age < STALE_TICK_SECONDS else "not responding"
+        return Daemon(state=state, beat=beat, tick_age_seconds=round(age, 1))
+    return Daemon(state="not running" if beat.pid in stopped_pids else "died", beat=beat)
 
 
-def dir_bytes(path: Path) -> int:
-    total = 0
-    for root, _, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_size
-            except FileNotFoundError:
-                continue
-    return total
-
-
-class Stats(msgspec.Struct, frozen=True, kw_only=True):
-    """``MemoryStore.stats()``: the spec's status fields."""
-
-    frames: int
-    oldest: datetime | None
-    newest: datetime | None
-    apps: int
-    thumb_bytes: int
-    db_bytes: int
-    total_bytes: int
-    text_sources: dict[str, int]
-    encrypted_text_frames: int
-    thumbnails: int
-    encrypted_thumbnails: int
-    encrypt_text: bool
-    encrypt_thumbnails: bool
-    key_store: str | None
-    """``keyring`` or ``file``; None before the first encrypted write."""
-    encryption_available: bool
-
-
-def stats(store: MemoryStore) -> Stats:
-    info = collect(store)
-    fields = {name: info[name] for name in Stats.__struct_fields__}
-    for name in ("oldest", "newest"):
-        fields[name] = datetime.fromisoformat(info[name]).astimezone() if info[name] else None
-    return Stats(**fields)
-
-
-def collect(store: MemoryStore) -> dict[str, Any]:
-    from backscroll import keys
-
-    state = store.state()
-    config = store.config
-    totals = state.totals()
-    stopped = {run.pid for run in state.runs if run.stopped_us is not None}
-    now = now_us()
-    key = keys.key_status(store.home)
-    thumb_bytes = totals.thumb_bytes  # summed from the events: no walk over 1M files
-    log_bytes = dir_bytes(store.layout.log)
-    view_bytes = dir_bytes(store.layout.views)
-    return {
-        "daemon": daemon_state(store.home, stopped),
-        "capture": capture_state(state.pause, now),
-        "store": str(store.home),
-        "frames": totals.frames,
-        "oldest": _iso(totals.oldest_us),
-        "newest": _iso(totals.newest_us),
-        "apps": len(totals.apps),
-        "thumb_bytes": thumb_bytes,
-        "db_bytes": log_bytes + view_bytes,
-        "log_bytes": log_bytes,
-        "index_bytes": view_bytes,
-        "total_bytes": thumb_bytes + log_bytes + view_bytes,
-        "storage_cap_mb": config.storage_cap_mb,
-        "retention_days": config.retention_days,
-        "trigger": config.trigger,
-        "poll_seconds": config.poll_seconds,
-        "min_interval_seconds": config.min_interval_seconds,
-        "interval_seconds": config.interval_seconds,
-        "text_sources": {s: totals.text_sources.get(s, 0) for s in ("ax", "none", "ocr")},
-        "redact": config.redact,
-        "encrypted_text_frames": totals.encrypted_text,
-        "thumbnails": totals.thumbnails,
-        "encrypted_thumbnails": totals.encrypted_thumbnails,
-        "encrypt_text": config.encrypt_text,
-        "encrypt_thumbnails": config.encrypt_thumbnails,
-        "key_store": key.store,
-        "key_problem": key.problem,
-        "key_weak": key.weak,
-        "encryption_available": keys.ENCRYPTION_AVAILABLE,
-        "deny_apps": list(config.deny_apps),
-        "pause_hotkey": config.pause_hotkey,
-        "search": "tantivy",
-        "views_lag": store.lag,
-        "views_behind_why": store.behind_why,
-        "config_problem": store.config_problem,
-        "config_weakened": _weakened(state.weakened),
-        "damage": [_damage(d) for d in state.damage] + _lost(store),
-        "skipped_events": [f"#{u.offset}: {u.why}" for u in state.unapplied],
-    }
-
-
-def _weakened(weakened: Any) -> str | None:
+def _weakened(weakened: Weakened | None) -> str | None:
     if weakened is None:
         return None
-    by = "a hand edit of config.json" if weakened.origin == "file" else f"{weakened.origin}"
+    by = "a hand edit of config.json" if weakened.origin == "file" else weakened.origin
     return f"{by} at {_iso(weakened.ts_us)} weakened privacy: {'; '.join(weakened.what)}"
 
 
@@ -156,7 +244,7 @@ def _lost(store: MemoryStore) -> list[str]:
     return [f"offsets {lost[0]}..{lost[1]} lost: their segment was deleted or cut short"]
 
 
-def _damage(damage: Any) -> str:
+def _damage(damage: Damage) -> str:
     held = (
         f"offsets {damage.first_offset}..{damage.last_offset}"
         if damage.last_offset >= damage.first_offset
@@ -170,7 +258,7 @@ def _damage(damage: Any) -> str:
     )
 
 
-def capture_state(pause: Any, now: int) -> str:
+def _capture_state(pause: Pause, now: int) -> str:
     if not pause.active(now):
         return "active"
     until = f" until {_iso(pause.until_us)}" if pause.until_us else " until resumed"
@@ -178,72 +266,17 @@ def capture_state(pause: Any, now: int) -> str:
     return f"paused{until}{reason}"
 
 
-def render(info: dict[str, Any]) -> str:
-    d = info["daemon"]
-    if d["state"] == "running":
-        daemon = f"running (pid {d['pid']}, last tick: {d.get('last_outcome', '?')})"
-    elif d["state"] == "died":
-        daemon = f"not running (pid {d.get('pid')} died without stopping)"
-    else:
-        daemon = d["state"]
-    span = f"  ({info['oldest']} → {info['newest']})" if info["frames"] else ""
-    sources = ", ".join(f"{k} ×{v:,}" for k, v in info["text_sources"].items())
-    enc_t = "on" if info["encrypt_thumbnails"] else "off"
-    enc_x = "on" if info["encrypt_text"] else "off"
-    key = info["key_store"] or "none yet"
-    if info["key_weak"]:
-        key += " (weaker: a file anyone who can read your home can read)"
-    if info["key_problem"]:
-        key += f" — {info['key_problem']}"
-    trigger = (
-        f"events — on app/window change (poll {info['poll_seconds']:g}s, "
-        f"≥{info['min_interval_seconds']:g}s apart), idle fallback {info['interval_seconds']:g}s"
-        if info["trigger"] == "events"
-        else f"interval — every {info['interval_seconds']:g}s"
-    )
-    lines = [
-        "backscroll screen memory",
-        f"  daemon:    {daemon}",
-        f"  capture:   {info['capture']}",
-        f"  store:     {info['store']}",
-        f"  frames:    {info['frames']:,}{span}",
-        f"  size:      {info['total_bytes'] / 1e6:.1f} MB of {info['storage_cap_mb']} MB cap",
-        f"  trigger:   {trigger}",
-        f"  retention: {info['retention_days']} days",
-        f"  text:      {sources}   redaction {'on' if info['redact'] else 'off'}",
-        f"  encrypt:   thumbnails {enc_t} ({info['encrypted_thumbnails']}/{info['thumbnails']} "
-        f"stored encrypted); text {enc_x} ({info['encrypted_text_frames']}/{info['frames']}); "
-        f"key: {key}",
-    ]
-    if "redactions" in d:
-        lines.append(f"  redacted:  {sum(d['redactions'].values())} secret(s) this daemon run")
-    lines += [
-        f"  deny list: {', '.join(info['deny_apps'])}",
-        f"  hotkey:    {info['pause_hotkey'] or 'off'}{_hotkey_note(d)}",
-        f"  search:    Tantivy{_lag(info['views_lag'], info['views_behind_why'])}",
-    ]
-    if not info["encryption_available"]:
-        lines.append(
-            "  warning:   the cryptography package is missing: frames are stored unencrypted"
-        )
-    if info["config_problem"]:
-        lines.append(f"  config:    {info['config_problem']}")
-    if info["config_weakened"]:
-        lines.append(f"  config:    {info['config_weakened']}")
-    for damage in info["damage"]:
-        lines.append(f"  damage:    {damage}")
-    for skipped in info["skipped_events"]:
-        lines.append(f"  skipped:   event {skipped}")
-    if info["damage"] or info["skipped_events"]:
-        lines.append(
-            "             (`backscroll verify` has the details; `backscroll clear --damaged` "
-            "removes them)"
-        )
-    return "\n".join(lines)
+def _daemon(daemon: Daemon) -> str:
+    beat = daemon.beat
+    if beat is not None and daemon.state == "running":
+        return f"running (pid {beat.pid}, last tick: {beat.last_outcome or '?'})"
+    if beat is not None and daemon.state == "died":
+        return f"not running (pid {beat.pid} died without stopping)"
+    return daemon.state
 
 
-def _hotkey_note(daemon: dict[str, Any]) -> str:
-    note = daemon.get("hotkey_problem")
+def _hotkey_note(beat: Heartbeat | None) -> str:
+    note = beat.hotkey_problem if beat is not None else None
     return f" (not active: {note})" if note else ""
 
 
@@ -251,7 +284,11 @@ def _lag(lag: int, why: str = "") -> str:
     return f" (views {lag:,} events behind the log{': ' + why if why else ''})" if lag else ""
 
 
+def _shown(when: datetime | None) -> str | None:
+    return when.strftime(LOCAL_SECOND) if when else None
+
+
 def _iso(us: int | None) -> str | None:
     if not us:
         return None
-    return datetime.fromtimestamp(us / 1e6).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(us / 1e6).strftime(LOCAL_SECOND)

@@ -13,6 +13,7 @@ import os
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from backscroll.stats import Stats, measure
 from base.clock import now_us
 from base.config import Config, config_from_dict, weakened
 from base.errors import (
@@ -22,18 +23,18 @@ from base.errors import (
     LockedError,
     is_disk_full,
 )
-from base.fs import ensure_dir, private_umask, write_atomic
+from base.fs import ensure_dir, private_umask, sweep_temporaries, write_atomic
 from base.home import Layout, resolve_home
+from eventlog.contract import EventLog
 from eventlog.events import ConfigChanged, Event, KeyCreated, Origin
 from eventlog.log import Log
 from projector.runner import Progress, Projector
 from projector.state import State
-from query.search import Hit, Searcher, Window
+from query.search import Hit, Searcher, TimeSpan
 from query.views import ViewReader
 
 if TYPE_CHECKING:
     from backscroll.crypto import FrameCrypto
-    from backscroll.status import Stats
 
 CONFIG_FILE = "config.json"
 CONFIG_HASH = "config.sha256"
@@ -47,7 +48,9 @@ class MemoryStore:
         private_umask()
         self.home = ensure_dir(resolve_home(home))
         self.layout = Layout(self.home)
-        self.log = Log(self.layout.log)
+        for folder in (self.home, self.layout.views):
+            sweep_temporaries(folder)
+        self.log: EventLog = Log(self.layout.log)
         self.views = ViewReader(self.home)
         self.lag = 0
         self.behind_why = ""
@@ -165,7 +168,7 @@ class MemoryStore:
         app: str | None = None,
         limit: int = 15,
     ) -> list[Hit]:
-        return self.searcher().search(query, Window(start, end), app, limit)
+        return self.searcher().search(query, TimeSpan(start, end), app, limit)
 
     def timeline(
         self,
@@ -175,16 +178,14 @@ class MemoryStore:
         app: str | None = None,
         limit: int = 50,
     ) -> list[Hit]:
-        return self.searcher().timeline(Window(start, end), app, limit)
+        return self.searcher().timeline(TimeSpan(start, end), app, limit)
 
     def get(self, frame_id: int) -> Hit:
         return self.searcher().get(frame_id)
 
     def stats(self) -> Stats:
         """Counts, span, disk use, text sources and encryption, as ``status`` shows them."""
-        from backscroll.status import stats
-
-        return stats(self)
+        return measure(self.state(), self.config, self.layout)
 
     def thumbnail(self, frame: Hit | int) -> bytes | None:
         """The frame's JPEG, decrypted; None when it has none or the key is lost."""

@@ -27,11 +27,15 @@ import re
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import msgspec
 
 from base.errors import BackscrollError, UsageError
+
+if TYPE_CHECKING:
+    from backscroll.store import MemoryStore
+    from query.search import Hit
 
 T = TypeVar("T")
 
@@ -87,7 +91,7 @@ class _Tool:
     async def _run(self, work: Callable[[], T]) -> T:
         return await asyncio.to_thread(work)
 
-    def _store(self) -> Any:
+    def _store(self) -> MemoryStore:
         from backscroll.store import MemoryStore
 
         return MemoryStore(self.home)
@@ -178,7 +182,7 @@ class MemoryTool(_Tool):
 
         with self._store() as store:
             info = collect(store)
-        return ToolResult(output=render(info), metadata={"action": "status", **info})
+        return ToolResult(output=render(info), metadata={"action": "status", **info.to_dict()})
 
 
 class MemoryManageTool(_Tool):
@@ -374,7 +378,7 @@ async def ask_approval(ctx: object, action: str, detail: str) -> bool:
     return answer is True
 
 
-def hit_dict(hit: Any) -> dict[str, Any]:
+def hit_dict(hit: Hit) -> dict[str, Any]:
     """A frame's metadata for a result, JSON-safe; the text only when it was read in full."""
     data: dict[str, Any] = {
         "id": hit.id,

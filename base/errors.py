@@ -55,7 +55,7 @@ class StoreError(BackscrollError):
 
 
 class CorruptionError(StoreError):
-    pass
+    """Bytes on disk failed their checks (a segment header, say); the message names them."""
 
 
 class DecryptionError(StoreError):

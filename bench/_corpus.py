@@ -16,7 +16,6 @@ the corpus (its last frame), never from the clock.
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
 import shutil
@@ -28,6 +27,8 @@ from importlib import metadata
 from itertools import islice
 from pathlib import Path
 from typing import Any
+
+from bench._stats import percentile
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS_TOOL = REPO.parent / "shared" / "corpus" / "screen_corpus.py"
@@ -171,11 +172,6 @@ def disk_bytes(folder: Path) -> int:
 
 
 # -- timing tables ---------------------------------------------------------------------------
-
-
-def percentile(ordered: list[float], q: float) -> float:
-    """Nearest-rank percentile of an ascending list."""
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
 SECTION = "#### "

@@ -37,7 +37,6 @@ import argparse
 import contextlib
 import functools
 import json
-import math
 import os
 import platform
 import resource
@@ -47,9 +46,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from bench._stats import percentile
 
 # Before anything can load OpenMP (tesserocr links it in-process): see capture/ocr.py.
 os.environ.setdefault("OMP_THREAD_LIMIT", "1")
@@ -77,12 +78,7 @@ PROSE = (
 ) * 6
 
 
-def percentile(ordered: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile of an ascending list."""
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
-
-
-def timed(step: Callable[[], Any], count: int, warmup: int = 2) -> tuple[list[float], Any]:
+def timed_ms(step: Callable[[], Any], count: int, warmup: int = 2) -> tuple[list[float], Any]:
     """``count`` timings of ``step`` in milliseconds (ascending) and its last result."""
     result = None
     for _ in range(warmup):
@@ -155,38 +151,40 @@ def bench(rounds: int, ocr_rounds: int, frame_rounds: int) -> list[str]:
             from Xlib import display
 
             x = display.Display(desk.display)
-            times, _ = timed(x.get_input_focus, rounds)
+            times, _ = timed_ms(x.get_input_focus, rounds)
             x.close()
             lines.append(row("baseline: one X round trip", times))
-            times, _ = timed(probe.frontmost, rounds)
+            times, _ = timed_ms(probe.frontmost, rounds)
             lines.append(row("probe.frontmost()", times))
-            times, found = timed(probe.visible_windows, rounds)
+            times, found = timed_ms(probe.visible_windows, rounds)
             lines.append(row("probe.visible_windows()", times, f"{len(found)} windows"))
 
-            times, (image, _monitor) = timed(
+            times, (image, _monitor) = timed_ms(
                 lambda: screen.grab(front.geometry, display=desk.display), rounds // 5
             )
             lines.append(row("grab 1920x1080 (mss + RGB image)", times))
-            times, sig = timed(lambda: screen.signature(image), rounds // 5)
+            times, sig = timed_ms(lambda: screen.signature(image), rounds // 5)
             lines.append(row("signature 128x72", times))
             other = bytes(reversed(sig))
-            times, _ = timed(lambda: screen.difference(sig, other), rounds)
+            times, _ = timed_ms(lambda: screen.difference(sig, other), rounds)
             lines.append(row("difference", times))
-            times, jpeg = timed(lambda: screen.thumbnail(image), rounds // 5)
+            times, jpeg = timed_ms(lambda: screen.thumbnail(image), rounds // 5)
             lines.append(row("thumbnail JPEG 480 q60", times, f"{len(jpeg)} bytes"))
 
-            times, text = timed(lambda: reader.window_text(front.pid), rounds)
+            times, text = timed_ms(lambda: reader.window_text(front.pid), rounds)
             lines.append(row("AX read, zenity --text-info", times, f"{len(text)} chars"))
-            times, _ = timed(lambda: reader.window_text(term_front.pid), rounds)
+            times, _ = timed_ms(lambda: reader.window_text(term_front.pid), rounds)
             lines.append(row("AX read, xterm (no AT-SPI)", times, '"" as expected'))
 
             blank = screen_blank()
-            times, _ = timed(lambda: ocr.ocr_text(blank), ocr_rounds, warmup=1)
+            times, _ = timed_ms(lambda: ocr.ocr_text(blank), ocr_rounds, warmup=1)
             lines.append(row("baseline: tesseract on a blank 40x20", times))
             for name, window in (("xterm", term_front), ("zenity", front)):
                 region = crop(desk, window.geometry)
                 size = f"{region.width}x{region.height}"
-                times, text = timed(functools.partial(ocr.ocr_text, region), ocr_rounds, warmup=1)
+                times, text = timed_ms(
+                    functools.partial(ocr.ocr_text, region), ocr_rounds, warmup=1
+                )
                 lines.append(row(f"OCR {name} {size} (pytesseract)", times, f"{len(text)} chars"))
                 tesserocr_row = time_tesserocr(region, ocr_rounds)
                 if tesserocr_row:
@@ -517,15 +515,15 @@ def frame_rows(desk: Desktop, probe: X11Probe, rounds: int, variant: str = "daem
             image, _monitor = screen.grab(front.geometry, display=desk.display)
             jpeg = screen.thumbnail(image)
             text = real_text(2048)
-            times, sealed = timed(lambda: crypto.encrypt_thumb(7, jpeg), rounds)
+            times, sealed = timed_ms(lambda: crypto.encrypt_thumb(7, jpeg), rounds)
             note = f"{len(jpeg)} -> {len(sealed)} B, p50 {times[len(times) // 2] * 1000:.0f} us"
             lines.append(row("FrameCrypto.encrypt_thumb", times, note))
-            times, sealed = timed(lambda: crypto.encrypt_text(7, text), rounds)
+            times, sealed = timed_ms(lambda: crypto.encrypt_text(7, text), rounds)
             note = f"2048 -> {len(sealed)} B, p50 {times[len(times) // 2] * 1000:.0f} us"
             lines.append(row("FrameCrypto.encrypt_text, 2 KB", times, note))
-            times, tokens = timed(lambda: crypto.blind_tokens(text), rounds)
+            times, tokens = timed_ms(lambda: crypto.blind_tokens(text), rounds)
             lines.append(row("FrameCrypto.blind_tokens, 2 KB", times, f"{len(tokens)} tokens"))
-            times, _ = timed(lambda: capture.redact.redact(text), rounds)
+            times, _ = timed_ms(lambda: capture.redact.redact(text), rounds)
             lines.append(row("redact, 2 KB", times))
             lines += record_rows(daemon, crypto, jpeg, text, rounds)
         finally:
@@ -556,9 +554,9 @@ def record_rows(daemon: Any, crypto: Any, jpeg: bytes, text: str, rounds: int) -
             record_frame(batch, seen, config, crypto, store.home)
 
     lines = []
-    times, _ = timed(lambda: append(base), rounds)
+    times, _ = timed_ms(lambda: append(base), rounds)
     lines.append(row("record_frame in Log.batch", times, "thumb encrypted"))
-    times, _ = timed(lambda: append(base.replace(encrypt_text=True)), rounds)
+    times, _ = timed_ms(lambda: append(base.replace(encrypt_text=True)), rounds)
     lines.append(row("record_frame in Log.batch, text too", times))
     target = store.home / "fsync-baseline"
     payload = os.urandom(len(jpeg))
@@ -571,7 +569,7 @@ def record_rows(daemon: Any, crypto: Any, jpeg: bytes, text: str, rounds: int) -
         finally:
             os.close(fd)
 
-    times, _ = timed(fsynced_write, rounds)
+    times, _ = timed_ms(fsynced_write, rounds)
     lines.append(row("baseline: 1 fsynced write, thumb size", times, "same disk"))
     return lines
 
@@ -602,7 +600,7 @@ def time_tesserocr(region: Any, rounds: int) -> tuple[list[float], str] | None:
             api.SetImage(ocr.prepare(region))
             return str(api.GetUTF8Text())
 
-        times, text = timed(read, rounds, warmup=1)
+        times, text = timed_ms(read, rounds, warmup=1)
     return times, f"{len(text)} chars, in-process"
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import subprocess
@@ -31,6 +30,7 @@ import zstandard
 from backscroll.crypto import FrameCrypto
 from backscroll.keys import load_key
 from base.tokens import words
+from bench._stats import percentile
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus" / "screen_corpus.py"
@@ -39,12 +39,7 @@ TEXT_CHARS = 2048
 THUMB_BYTES = 20_000
 
 
-def percentile(ordered: list[float], q: float) -> float:
-    """Nearest-rank percentile of an ascending list."""
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
-
-
-def timed(step: Callable[[Any], Any], inputs: list[Any], rounds: int) -> list[float]:
+def timed_us(step: Callable[[Any], Any], inputs: list[Any], rounds: int) -> list[float]:
     """Microseconds per call of ``step`` over ``inputs``, ``rounds`` times, ascending."""
     for item in inputs[:10]:
         step(item)
@@ -99,30 +94,37 @@ def main() -> None:
         f"{len(thumbs)} thumbnails of {THUMB_BYTES} bytes",
         "",
         f"{'µs per call':34s} {'count':>7} {'p50':>9} {'p90':>9} {'p99':>9} {'max':>9}",
-        row("encrypt_text 2 KB", timed(lambda t: crypto.encrypt_text(1, t), texts, rounds)),
+        row("encrypt_text 2 KB", timed_us(lambda t: crypto.encrypt_text(1, t), texts, rounds)),
         row(
             "decrypt_text 2 KB",
-            timed(lambda b: crypto.decrypt_text(b[0], b[1]), list(enumerate(text_blobs)), rounds),
+            timed_us(
+                lambda b: crypto.decrypt_text(b[0], b[1]), list(enumerate(text_blobs)), rounds
+            ),
         ),
         row(
             "  baseline: zstd-3 alone",
-            timed(lambda t: compressor.compress(t.encode()), texts, rounds),
+            timed_us(lambda t: compressor.compress(t.encode()), texts, rounds),
         ),
-        row("encrypt_thumb 20 KB", timed(lambda j: crypto.encrypt_thumb(1, j), thumbs, rounds * 6)),
+        row(
+            "encrypt_thumb 20 KB",
+            timed_us(lambda j: crypto.encrypt_thumb(1, j), thumbs, rounds * 6),
+        ),
         row(
             "decrypt_thumb 20 KB",
-            timed(
+            timed_us(
                 lambda b: crypto.decrypt_thumb(b[0], b[1]), list(enumerate(thumb_blobs)), rounds * 6
             ),
         ),
         row(
             "  baseline: AES-GCM alone",
-            timed(lambda j: aead.encrypt(nonce, j, b"aad"), thumbs, rounds * 6),
+            timed_us(lambda j: aead.encrypt(nonce, j, b"aad"), thumbs, rounds * 6),
         ),
-        row("blind_tokens 2 KB", timed(crypto.blind_tokens, texts, rounds)),
-        row("  baseline: tokens.words alone", timed(words, texts, rounds)),
-        row("blind_token (one query word)", timed(crypto.blind_token, ["invoice"] * 300, rounds)),
-        row("FrameCrypto(key) (HKDF ×3)", timed(FrameCrypto, [os.urandom(32)] * 50, rounds)),
+        row("blind_tokens 2 KB", timed_us(crypto.blind_tokens, texts, rounds)),
+        row("  baseline: tokens.words alone", timed_us(words, texts, rounds)),
+        row(
+            "blind_token (one query word)", timed_us(crypto.blind_token, ["invoice"] * 300, rounds)
+        ),
+        row("FrameCrypto(key) (HKDF ×3)", timed_us(FrameCrypto, [os.urandom(32)] * 50, rounds)),
     ]
     with tempfile.TemporaryDirectory() as folder:
         home = Path(folder) / "home"
@@ -130,7 +132,7 @@ def main() -> None:
         lines.append(
             row(
                 "load_key, file store",
-                timed(lambda h: load_key(h, create=False), [home] * 50, rounds),
+                timed_us(lambda h: load_key(h, create=False), [home] * 50, rounds),
             )
         )
     report = "\n".join(lines) + "\n"

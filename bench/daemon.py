@@ -59,12 +59,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from backscroll.desktop import Desktop, Window, headless_desktop
-from bench.capture import LOG_LINES, PROSE, machine, percentile, tree
+from backscroll.desktop import Desktop, Window, headless_desktop, wait_for
+from bench._stats import percentile
+from bench.capture import LOG_LINES, PROSE, machine, tree
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "daemon.txt"
@@ -232,16 +233,6 @@ def daemon_on(desk: Desktop, *config: str) -> Iterator[Running]:
             yield running
         finally:
             running.stop()
-
-
-def wait_for(check: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise SystemExit(f"timed out waiting for {what}")
 
 
 def more_frames(daemon: Running, than: int) -> bool:

@@ -41,6 +41,7 @@ import msgspec
 import zstandard
 
 from bench._corpus import cpu_model
+from bench._stats import percentile
 from eventlog import codec
 from eventlog.events import FRAME_TYPE, Event, FrameCaptured
 from eventlog.format import BLOCK, BLOCK_BYTES, ZSTD_LEVEL
@@ -113,11 +114,6 @@ def numbered(frames: list[FrameCaptured], count: int, start: int = 0) -> list[Fr
 def records(events: list[FrameCaptured]) -> list[bytes]:
     """The exact bytes the log appends for ``events``."""
     return [pack_record(FRAME_TYPE, e.frame_id, codec.encode(e)) for e in events]
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 # -- append ------------------------------------------------------------------------------------
@@ -219,7 +215,7 @@ def bench_append(tmp: Path, frames: list[FrameCaptured], count: int) -> Path:
         ms = [v * 1000 for v in best]
         say(
             f"{name:<34}{len(best):>7}{rate:>11,.0f}{ratio:>8}"
-            + "".join(f"{percentile(ms, p):>8.2f}" for p in (50, 90, 99))
+            + "".join(f"{percentile(ms, q):>8.2f}" for q in (0.5, 0.9, 0.99))
             + f"{max(ms):>8.2f}"
         )
         return rate
@@ -240,7 +236,7 @@ def bench_append(tmp: Path, frames: list[FrameCaptured], count: int) -> Path:
 # -- replay ------------------------------------------------------------------------------------
 
 
-def timed(run: Callable[[], int], rounds: int = 5) -> tuple[float, int]:
+def best_of(run: Callable[[], int], rounds: int = 5) -> tuple[float, int]:
     """Best time of ``rounds`` (the page cache is warm after the first), and the count."""
     best, count = float("inf"), 0
     for _ in range(rounds):
@@ -284,9 +280,9 @@ def bench_replay(tmp: Path, active: Path) -> None:
     for name, log in logs.items():
         size = log.disk_bytes() / 1e6
         segments = len(log.segments())
-        seconds, n = timed(lambda log=log: count_of(log.records()))  # type: ignore[misc]
+        seconds, n = best_of(lambda log=log: count_of(log.records()))  # type: ignore[misc]
         say(f"{'records() ' + name:<40}{segments:>9}{size:>11.1f}{n:>8}{n / seconds:>11,.0f}")
-        seconds, n = timed(lambda log=log: count_of(log.read()))  # type: ignore[misc]
+        seconds, n = best_of(lambda log=log: count_of(log.read()))  # type: ignore[misc]
         verdict = "ok" if n / seconds >= 200_000 else "BELOW"
         say(
             f"{'read() = records + decode, ' + name:<40}{segments:>9}{size:>11.1f}{n:>8}"
@@ -306,7 +302,7 @@ def bench_replay(tmp: Path, active: Path) -> None:
             latencies.append((time.perf_counter() - started) * 1000)
         say(
             f"{'next(records(o)) ' + name:<40}{len(latencies):>9}"
-            + "".join(f"{percentile(latencies, p):>9.2f}" for p in (50, 99))
+            + "".join(f"{percentile(latencies, q):>9.2f}" for q in (0.5, 0.99))
             + f"{max(latencies):>9.2f}"
         )
     say(

@@ -66,10 +66,10 @@ from bench._corpus import (
     import_store,
     load,
     machine,
-    percentile,
     revision,
     rows,
 )
+from bench._stats import percentile
 
 RESULTS = REPO / "bench" / "results" / "projector.txt"
 TEXT_CHARS = 2048

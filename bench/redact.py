@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._corpus import cpu_model
+from bench._stats import percentile
 from capture.redact import KINDS, redact
 
 REPO = Path(__file__).resolve().parents[1]
@@ -126,11 +127,6 @@ def _timings(texts: list[str], run: Callable[[str], object], rounds: int) -> lis
     return best
 
 
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def throughput_table(frames: int = 2000, rounds: int = 5) -> str:
     runs: list[tuple[str, Callable[[str], object]]] = [
         ("redact", redact),
@@ -150,7 +146,7 @@ def throughput_table(frames: int = 2000, rounds: int = 5) -> str:
         for name, run in runs:
             seconds = _timings(texts, run, rounds)
             speeds[name] = size / sum(seconds) / 1e6
-            p50, p90, p99 = (_percentile(seconds, q) * 1e6 for q in (0.5, 0.9, 0.99))
+            p50, p90, p99 = (percentile(seconds, q) * 1e6 for q in (0.5, 0.9, 0.99))
             lines.append(
                 f"{label:<14} {name:<22} {len(texts):>6} {speeds[name]:>8.1f} {p50:>8.1f} "
                 f"{p90:>8.1f} {p99:>8.1f} {max(seconds) * 1e6:>8.1f}"

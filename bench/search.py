@@ -67,9 +67,9 @@ from bench._corpus import (
     import_store,
     load,
     machine,
-    percentile,
     revision,
 )
+from bench._stats import percentile
 
 RESULTS = REPO / "bench" / "results" / "search.txt"
 DAYS = 500

@@ -1,1 +1,66 @@
-"""capture package."""
+"""What is on the screen: the frontmost window, its text, a grab of it, and when to take one.
+
+Capture sees the screen and knows the event types, never the store: it hands back what it
+saw, and the app records it. Public API (imported lazily, so importing one module of the
+package, as the daemon does, loads nothing else)::
+
+    from capture import Trigger, backends
+    found = backends()               # the probe, text reader and OCR of this session
+
+The screen grabs and OCR are modules (``capture.screen``, ``capture.ocr``); the redactor is
+``capture.redact.redact``: the name ``redact`` on the package is its module once imported.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from capture.ax import AxReader
+    from capture.hotkey import Hotkey
+    from capture.platform import Backends, OcrEngine, Probe, TextReader, backends
+    from capture.probe import Frontmost, Geometry, VisibleWindow, X11Probe
+    from capture.redact import KINDS, Redaction
+    from capture.trigger import Trigger
+
+__all__ = [
+    "KINDS",
+    "AxReader",
+    "Backends",
+    "Frontmost",
+    "Geometry",
+    "Hotkey",
+    "OcrEngine",
+    "Probe",
+    "Redaction",
+    "TextReader",
+    "Trigger",
+    "VisibleWindow",
+    "X11Probe",
+    "backends",
+]
+
+_WHERE = {
+    "AxReader": "capture.ax",
+    "Backends": "capture.platform",
+    "Frontmost": "capture.probe",
+    "Geometry": "capture.probe",
+    "Hotkey": "capture.hotkey",
+    "KINDS": "capture.redact",
+    "OcrEngine": "capture.platform",
+    "Probe": "capture.platform",
+    "Redaction": "capture.redact",
+    "TextReader": "capture.platform",
+    "Trigger": "capture.trigger",
+    "VisibleWindow": "capture.probe",
+    "X11Probe": "capture.probe",
+    "backends": "capture.platform",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'capture' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_WHERE[name]), name)

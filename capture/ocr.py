@@ -12,12 +12,10 @@ Sans Mono 11; ``python -m bench.capture`` has the current figures):
   inverted lines made a dark terminal take 1.43 s instead of 0.85 s, with the same words.
 - No upscaling: 2× found 95 % of the log's words instead of 90 % (mostly ``v1`` read as
   ``vl``) but took 45 % longer; OCR is the one expensive step of a frame.
-- tesserocr (in-process, bundling Tesseract 5.5.4) took 0.45 s instead of 0.61 s on a
-  900×600 GTK window and 1.14 s instead of 1.68 s on a 36-line log (medians in
-  bench/results/capture.txt, on a loaded machine); part of that is the process start and
-  model load every pytesseract call pays (0.09 s for a blank image). A third faster is
-  not enough to take a compiled dependency and run Tesseract inside the daemon, where a
-  crash would take capture down; pytesseract is kept.
+- pytesseract, not tesserocr: running Tesseract in-process saves the process start and
+  model load each call pays (about a third of a region's time; ``python -m bench.capture``
+  times both when tesserocr is installed), but takes a compiled dependency and puts
+  Tesseract inside the daemon, where a crash would take capture down.
 """
 
 from __future__ import annotations

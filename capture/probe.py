@@ -20,7 +20,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import warnings
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from base.errors import CaptureError
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from Xlib.display import Display
     from Xlib.xobject.drawable import Window
 
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 # Property reads ask for this many 32-bit units at once: 1 KiB holds any sane title, so a
@@ -119,7 +121,7 @@ class X11Probe:
         """Mapped top-level client windows, bottom to top, on the current desktop."""
         return self._guard(self._visible_windows, [])
 
-    def _guard(self, read: Any, vanished: Any) -> Any:
+    def _guard(self, read: Callable[[], T], vanished: T) -> T:
         from Xlib import error
 
         try:

@@ -1,5 +1,11 @@
-"""The append-only, segmented event log: Backscroll's single source of truth."""
+"""The append-only, segmented event log: Backscroll's single source of truth.
 
+``EventLog`` is the contract; ``Log`` keeps it on disk and ``InMemoryLog`` in memory.
+"""
+
+from eventlog.batch import Batch
+from eventlog.compaction import Compacted, Transform
+from eventlog.contract import EventLog, Follower
 from eventlog.events import (
     AnyEvent,
     CapturePaused,
@@ -15,12 +21,14 @@ from eventlog.events import (
     PurgeCompleted,
     ReindexRequested,
 )
-from eventlog.log import Compacted, Log, LogReader
+from eventlog.log import Log
 from eventlog.memory import InMemoryLog
+from eventlog.reader import LogReader
 from eventlog.segment import Problem, Record
 
 __all__ = [
     "AnyEvent",
+    "Batch",
     "CapturePaused",
     "CaptureResumed",
     "Compacted",
@@ -28,6 +36,8 @@ __all__ = [
     "DaemonStarted",
     "DaemonStopped",
     "Event",
+    "EventLog",
+    "Follower",
     "FrameCaptured",
     "FramesDeleted",
     "FramesRewritten",
@@ -39,4 +49,5 @@ __all__ = [
     "PurgeCompleted",
     "Record",
     "ReindexRequested",
+    "Transform",
 ]

@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from eventlog.events import EVENT_TYPES, TYPE_CODES, AnyEvent, Event
+from eventlog.segment import Problem, Record
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(AnyEvent)
@@ -53,6 +54,19 @@ def decode(payload: bytes | memoryview) -> Event:
     if event.v == CURRENT_VERSION[type(event)]:
         return event
     return _upcast(type(event), msgspec.msgpack.decode(payload))
+
+
+def decode_or_report(record: Record, problems: list[Problem] | None) -> Event | None:
+    """The record's event, or None (named in ``problems``) when it does not decode under the
+    current types."""
+    try:
+        return decode(record.payload)
+    except (ValueError, KeyError, TypeError) as exc:  # msgspec's errors are ValueErrors
+        if problems is not None:
+            cls = CODE_TYPES.get(record.type)
+            kind = f"{cls.__struct_config__.tag} event" if cls else f"event of type {record.type}"
+            problems.append(Problem("", 0, record.offset, f"{kind} does not decode: {exc}"))
+        return None
 
 
 def _upcast(cls: type[Event], data: dict[str, Any]) -> Event:

@@ -1,19 +1,30 @@
-"""An in-memory twin of ``eventlog.log.Log`` with the same contract, for fast tests.
+"""An in-memory twin of ``eventlog.log.Log`` that keeps the same contract, for fast tests.
 
-The conformance suite in ``tests/test_eventlog_conformance.py`` runs against both.
+The conformance suite in ``tests/test_eventlog_conformance.py`` runs against both. Records go
+through the same ``Batch`` (so the same checks and framing) and the same record scanner, but
+there are no segments: nothing is torn, damaged, kept aside or lost.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Collection, Iterator, Sequence
+import time
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from eventlog import codec
-from eventlog.events import FrameCaptured
-from eventlog.log import Batch, Compacted, LogReader, Transform
-from eventlog.segment import Header, Problem, Record, scan_records
+from eventlog.batch import Batch
+from eventlog.codec import decode_or_report
+from eventlog.compaction import Compacted, Transform, expired, rewrite
+from eventlog.events import Event
+from eventlog.segment import Problem, Record, scan_records
+
+if TYPE_CHECKING:
+    from eventlog.contract import EventLog
+
+STOP_CHECK_S = 0.05
+"""How often a waiting reader looks at its ``stop`` event (the disk watcher's step, too)."""
 
 
 class InMemoryLog:
@@ -21,7 +32,9 @@ class InMemoryLog:
         self._records: list[Record] = []
         self._next = 0
         self._lock = threading.RLock()
-        self._changed = threading.Condition(self._lock)
+        self._appended = threading.Condition(self._lock)
+
+    # -- reading ----------------------------------------------------------------------------
 
     def records(
         self,
@@ -29,6 +42,7 @@ class InMemoryLog:
         types: Collection[int] | None = None,
         problems: list[Problem] | None = None,
     ) -> Iterator[Record]:
+        """Nothing here can be damaged, so ``problems`` stays as it is."""
         with self._lock:
             snapshot = list(self._records)
         for record in snapshot:
@@ -40,20 +54,35 @@ class InMemoryLog:
         start: int = 0,
         types: Collection[int] | None = None,
         problems: list[Problem] | None = None,
-    ) -> Iterator[tuple[int, codec.Event]]:
-        for record in self.records(start, types):
-            yield record.offset, codec.decode(record.payload)
+    ) -> Iterator[tuple[int, Event]]:
+        for record in self.records(start, types, problems):
+            event = decode_or_report(record, problems)
+            if event is not None:
+                yield record.offset, event
 
     def next_offset(self) -> int:
         return self._next
 
     def mark(self) -> tuple[str, int] | None:
-        return ("memory", self._next) if self._records else None
+        return ("memory", self._next) if self._next else None
 
     def reader(self, start: int = 0) -> MemoryReader:
-        return MemoryReader(self, start)  # type: ignore[arg-type]
+        return MemoryReader(self, start)
 
-    def append(self, event: codec.Event) -> int:
+    def wait_past(self, offset: int, timeout: float, stop: threading.Event | None = None) -> None:
+        """Block until a record above ``offset`` has been appended, ``timeout`` passes or
+        ``stop`` is set."""
+        deadline = time.monotonic() + timeout
+        with self._appended:
+            while self._next <= offset + 1 and not (stop is not None and stop.is_set()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._appended.wait(min(left, STOP_CHECK_S))
+
+    # -- appending --------------------------------------------------------------------------
+
+    def append(self, event: Event) -> int:
         with self.batch() as batch:
             return batch.append(event)
 
@@ -62,67 +91,71 @@ class InMemoryLog:
         with self._lock:
             batch = Batch(self._next)
             yield batch
-            data = b"".join(batch.parts)
-            scan = scan_records(data, 0, "memory", self._next - 1)
+            if not batch.parts:
+                return
+            scan = scan_records(b"".join(batch.parts), 0, "memory", self._next - 1)
             self._records.extend(record for _, record in scan.records)
             self._next = batch.next_offset
-            self._changed.notify_all()
+            self._appended.notify_all()
 
-    def locked(self) -> contextlib.AbstractContextManager[None]:
-        return contextlib.nullcontext()
-
-    def compact(
-        self,
-        transform: Transform,
-        select: Callable[[object, Header | None], bool] | None = None,
-        *,
-        repair: bool = False,
-    ) -> Compacted:
-        """No damage lives in memory: ``repair`` has nothing to do."""
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
         with self._lock:
-            kept: list[Record] = []
-            dropped = []
-            rewritten = 0
-            for record in self._records:
-                event = codec.decode(record.payload)
-                result = transform(record.offset, event)
-                if result is event:
-                    kept.append(record)
-                elif result is None:
-                    dropped.append((record.offset, event))
-                else:
-                    rewritten += 1
-                    kept.append(
-                        Record(record.offset, codec.type_code(result), codec.encode(result))
-                    )
-            self._records = kept
-            return Compacted(dropped, rewritten, 0)
+            yield
+
+    # -- rewriting --------------------------------------------------------------------------
+
+    def compact(self, transform: Transform, *, repair: bool = False) -> Compacted:
+        """With nothing damaged here, ``repair`` only leaves out what does not decode."""
+        with self._lock:
+            run = rewrite(self._records, transform, repair)
+            self._records = run.kept
+            return Compacted(run.dropped, run.rewritten, run.undecodable)
 
     def retain(self, cutoff_us: int) -> Compacted:
-        def expired(offset: int, event: codec.Event) -> codec.Event | None:
-            old = isinstance(event, FrameCaptured) and event.captured_us < cutoff_us
-            return None if old else event
+        return self.compact(expired(cutoff_us))
 
-        return self.compact(expired)
+    # -- checking ---------------------------------------------------------------------------
 
     def verify(self) -> list[Problem]:
-        offsets = [r.offset for r in self._records]
-        if offsets != sorted(set(offsets)):
-            return [Problem("memory", 0, None, "offsets out of order")]
-        return []
+        problems: list[Problem] = []
+        previous = -1
+        for record in self._records:
+            if record.offset <= previous:
+                problems.append(Problem("memory", 0, record.offset, "offset out of order"))
+            previous = max(previous, record.offset)
+            decode_or_report(record, problems)
+        return problems
 
-    def disk_bytes(self) -> int:
-        return 0
+    def lost_tail(self) -> tuple[int, int] | None:
+        return None  # no segment can vanish from memory
+
+    def kept_aside(self) -> list[Path]:
+        return []  # nothing unreadable to keep
 
 
-class MemoryReader(LogReader):
-    """``LogReader``'s polling over the twin; waiting is a condition, not a file watcher."""
+class MemoryReader:
+    """Follows the twin: polls as the disk reader does, and waits for an append (there is no
+    folder to watch, so a change to a file in ``also`` does not wake it)."""
 
-    log: InMemoryLog  # type: ignore[assignment]
+    def __init__(self, log: InMemoryLog, start: int = 0) -> None:
+        self.log = log
+        self.after = start - 1
+
+    def poll(self, limit: int | None = None) -> list[Record]:
+        out: list[Record] = []
+        for record in self.log.records(self.after + 1):
+            out.append(record)
+            self.after = record.offset
+            if limit is not None and len(out) >= limit:
+                break
+        return out
 
     def wait(
         self, timeout: float, stop: threading.Event | None = None, also: Sequence[Path] = ()
     ) -> None:
-        with self.log._changed:
-            if self.log.next_offset() <= self.after + 1:
-                self.log._changed.wait(timeout)
+        self.log.wait_past(self.after, timeout, stop)
+
+
+if TYPE_CHECKING:
+    _conforms: EventLog = InMemoryLog()  # mypy holds the twin to the contract here

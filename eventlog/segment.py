@@ -12,6 +12,7 @@ import msgspec
 import zstandard
 
 from base.clock import now_us
+from base.errors import CorruptionError
 from base.fs import FileSystem
 from eventlog.events import FRAME_TYPE
 from eventlog.format import (
@@ -99,18 +100,18 @@ def pack_header(header: Header) -> bytes:
 
 
 def unpack_header(data: bytes) -> Header:
-    """Raise ValueError with the reason when ``data`` is not a valid header."""
+    """Raise ``CorruptionError`` with the reason when ``data`` is not a valid header."""
     if len(data) < HEADER.size:
-        raise ValueError("short header")
+        raise CorruptionError("short header")
     magic, version, kind, _, base, created, end, lo, hi, frames, controls, crc = HEADER.unpack_from(
         data
     )
     if magic != MAGIC:
-        raise ValueError("not a Backscroll segment (bad magic)")
+        raise CorruptionError("not a Backscroll segment (bad magic)")
     if crc32c.crc32c(data[: HEADER.size - 4]) != crc:
-        raise ValueError("header checksum mismatch")
+        raise CorruptionError("header checksum mismatch")
     if version != FORMAT_VERSION:
-        raise ValueError(f"segment format version {version} is not supported")
+        raise CorruptionError(f"segment format version {version} is not supported")
     return Header(kind, base, created, end, lo, hi, frames, controls)
 
 

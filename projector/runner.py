@@ -6,7 +6,6 @@ the only writer of the views and the only executor of purges.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import logging
 import os
@@ -20,8 +19,10 @@ import msgspec
 
 from base.clock import now_us
 from base.errors import LockedError, is_disk_full
-from base.fs import ensure_dir, fsync_dir, write_atomic
+from base.fs import current, ensure_dir, write_atomic
 from base.home import Layout
+from eventlog.codec import decode_or_report
+from eventlog.contract import EventLog
 from eventlog.events import (
     FRAME_TYPE,
     DamageFound,
@@ -29,7 +30,7 @@ from eventlog.events import (
     FrameCaptured,
     PurgeCompleted,
 )
-from eventlog.log import Log, decode_or_report
+from eventlog.log import Log
 from eventlog.segment import Problem, Record
 from projector.indexer import SearchWriter
 from projector.schema import partition_of
@@ -57,10 +58,10 @@ Progress = Callable[[int, int], None]
 
 
 class Projector:
-    def __init__(self, home: Path, log_: Log | None = None) -> None:
+    def __init__(self, home: Path, log_: EventLog | None = None) -> None:
         self.layout = Layout(home)
         ensure_dir(self.layout.views)
-        self.log = log_ or Log(self.layout.log)
+        self.log: EventLog = log_ or Log(self.layout.log)
         self._lock_fd = _try_lock(self.layout.views / "LOCK")
         self.search = SearchWriter(self.layout.search)
         state = State.load(self.layout.views)
@@ -216,7 +217,7 @@ class Projector:
                 ts_us=now_us(), request_id=deletion.offset, frames=frames, thumbnails=removed_thumbs
             )
         )
-        plan_path.unlink(missing_ok=True)
+        current().remove(plan_path)
         self.catch_up()
 
     def expire(self, cutoff_us: int) -> int:
@@ -252,19 +253,21 @@ class Projector:
         self.state.save(self.layout.views)
 
     def _remove_thumbnails(self, paths: list[str]) -> int:
+        fs = current()
         removed = 0
         folders = set()
         for rel in paths:
             path = self.layout.home / rel
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+            if path.exists():
+                fs.remove(path)
                 removed += 1
                 folders.add(path.parent)
         for folder in folders:
-            if folder.exists() and not any(folder.iterdir()):
+            if not any(folder.iterdir()):
                 shutil.rmtree(folder, ignore_errors=True)
-            if folder.parent.exists():
-                fsync_dir(folder.parent)
+            # An unlink is durable once its folder is fsynced (its parent's, if the folder
+            # went): else a power cut after the purge could bring a deleted thumbnail back.
+            fs.fsync_dir(folder if folder.exists() else folder.parent)
         return removed
 
     # -- full rebuild ----------------------------------------------------------------------

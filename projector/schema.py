@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from base import tokens
-from eventlog.events import FrameCaptured
+from eventlog.events import CaptureReason, FrameCaptured, TextSource
 
 if TYPE_CHECKING:
     import tantivy
@@ -99,10 +99,12 @@ def _place(app: str, title: str) -> tuple[list[str], str]:
 
 
 _meta = msgspec.msgpack.Encoder()
-_meta_decoder = msgspec.msgpack.Decoder(tuple[str, str, str | None, bool, str, str])
+_meta_decoder = msgspec.msgpack.Decoder(
+    tuple[TextSource, CaptureReason, str | None, bool, str, str]
+)
 
 
-def frame_meta(meta: bytes) -> tuple[str, str, str | None, bool, str, str]:
+def frame_meta(meta: bytes) -> tuple[TextSource, CaptureReason, str | None, bool, str, str]:
     """A document's ``meta``: text source, capture reason, thumbnail path, thumbnail
     encrypted, app name, window title."""
     return _meta_decoder.decode(meta)

@@ -8,7 +8,7 @@ atomically with its log position.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -85,10 +85,34 @@ class DaemonRun(msgspec.Struct):
     """None while running (or crashed, if a later run started without a stop)."""
 
 
+class Scope(msgspec.Struct, frozen=True):
+    """The frames a tombstone covers: its ``FramesDeleted`` fields. No ids, times or app:
+    every frame up to ``upto_id`` (the last frame id when the deletion was asked for)."""
+
+    upto_id: int
+    ids: tuple[int, ...] = ()
+    since_us: int | None = None
+    until_us: int | None = None
+    app: str | None = None
+
+
+class Framed(Protocol):
+    """What ``matches`` reads of a frame: a ``FrameCaptured``, or a search hit's view of one."""
+
+    @property
+    def frame_id(self) -> int: ...
+    @property
+    def captured_us(self) -> int: ...
+    @property
+    def app(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+
+
 class Deletion(msgspec.Struct):
     offset: int
     requested_us: int
-    scope: dict[str, Any]
+    scope: Scope
     reason: str
     origin: str
     completed_us: int | None = None
@@ -261,27 +285,21 @@ class State(msgspec.Struct):
             return None  # a damaged or older view is rebuilt from the log
 
 
-def scope_of(event: FramesDeleted) -> dict[str, Any]:
-    scope: dict[str, Any] = {"upto_id": event.upto_id}
-    if event.ids:
-        scope["ids"] = list(event.ids)
-    for key in ("since_us", "until_us", "app"):
-        if getattr(event, key) is not None:
-            scope[key] = getattr(event, key)
-    return scope
+def scope_of(event: FramesDeleted) -> Scope:
+    return Scope(event.upto_id, event.ids, event.since_us, event.until_us, event.app)
 
 
-def matches(scope: dict[str, Any], frame: FrameCaptured) -> bool:
+def matches(scope: Scope, frame: Framed) -> bool:
     """Whether a tombstone's scope covers ``frame`` (an empty scope covers every frame)."""
-    if frame.frame_id > scope["upto_id"]:
+    if frame.frame_id > scope.upto_id:
         return False
-    if "ids" in scope and frame.frame_id not in scope["ids"]:
+    if scope.ids and frame.frame_id not in scope.ids:
         return False
-    if "since_us" in scope and frame.captured_us < scope["since_us"]:
+    if scope.since_us is not None and frame.captured_us < scope.since_us:
         return False
-    if "until_us" in scope and frame.captured_us >= scope["until_us"]:
+    if scope.until_us is not None and frame.captured_us >= scope.until_us:
         return False
-    if "app" in scope:
-        needle = scope["app"].lower()
+    if scope.app is not None:
+        needle = scope.app.lower()
         return needle in frame.app.lower() or needle in frame.title.lower()
     return True

@@ -1,1 +1,72 @@
-"""query package."""
+"""Recall: search, timeline and get over the views, time phrases, and the spec's renderings.
+
+Queries read the views as other processes committed them; they never write and never know
+how the projector builds them. Public API (imported lazily, so parsing a time phrase does not
+load the search)::
+
+    from query import Searcher, TimeSpan, ViewReader, parse_when
+    hits = Searcher(ViewReader(home)).search("invoice", TimeSpan(*parse_when("last week")))
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from query.explain import why_empty
+    from query.parse import Term, parse_query
+    from query.phrases import ACCEPTED_FORMS, parse_when, resolve_window
+    from query.render import group_hits, search_text, show_text, stamp, timeline_text, window_text
+    from query.search import Decrypt, Hit, Searcher, TimeSpan
+    from query.snippets import snippet
+    from query.views import ViewReader
+
+__all__ = [
+    "ACCEPTED_FORMS",
+    "Decrypt",
+    "Hit",
+    "Searcher",
+    "Term",
+    "TimeSpan",
+    "ViewReader",
+    "group_hits",
+    "parse_query",
+    "parse_when",
+    "resolve_window",
+    "search_text",
+    "show_text",
+    "snippet",
+    "stamp",
+    "timeline_text",
+    "why_empty",
+    "window_text",
+]
+
+_WHERE = {
+    "ACCEPTED_FORMS": "query.phrases",
+    "Decrypt": "query.search",
+    "Hit": "query.search",
+    "Searcher": "query.search",
+    "Term": "query.parse",
+    "TimeSpan": "query.search",
+    "ViewReader": "query.views",
+    "group_hits": "query.render",
+    "parse_query": "query.parse",
+    "parse_when": "query.phrases",
+    "resolve_window": "query.phrases",
+    "search_text": "query.render",
+    "show_text": "query.render",
+    "snippet": "query.snippets",
+    "stamp": "query.render",
+    "timeline_text": "query.render",
+    "why_empty": "query.explain",
+    "window_text": "query.render",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'query' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_WHERE[name]), name)

@@ -37,11 +37,12 @@ def why_empty(
             break
     for deletion in state.deletions:
         scope = deletion.scope
-        s0, s1 = scope.get("since_us", 0), scope.get("until_us", _FAR)
-        app_ok = not app or "app" not in scope or scope["app"].lower() in app.lower()
+        s0 = 0 if scope.since_us is None else scope.since_us
+        s1 = _FAR if scope.until_us is None else scope.until_us
+        app_ok = not app or scope.app is None or scope.app.lower() in app.lower()
         if _overlaps(lo, hi, s0, s1) and app_ok:
             when = datetime.fromtimestamp(deletion.requested_us / 1e6).strftime("%Y-%m-%d %H:%M")
-            what = f" of app~'{scope['app']}'" if "app" in scope else ""
+            what = f" of app~'{scope.app}'" if scope.app is not None else ""
             kind = "expired (retention)" if deletion.reason == "retention" else "were deleted"
             reasons.append(f"frames{what} here {kind} on {when} ({deletion.reason})")
     cutoff = now_us - config.retention_days * 86_400_000_000

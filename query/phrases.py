@@ -46,7 +46,7 @@ _Kind = Literal["period", "duration", "point", "minute"]
 point it starts at (``since="2026-09-01 14:30"`` means from then until now)."""
 
 
-class _Window(NamedTuple):
+class _Span(NamedTuple):
     start: datetime
     end: datetime
     kind: _Kind
@@ -140,7 +140,7 @@ def resolve_window(
     return start, end
 
 
-def _parse(text: str, now: datetime) -> _Window:
+def _parse(text: str, now: datetime) -> _Span:
     phrase = " ".join(text.lower().split())
     try:
         window = _match(phrase, now)
@@ -153,15 +153,15 @@ def _parse(text: str, now: datetime) -> _Window:
     return window
 
 
-def _match(phrase: str, now: datetime) -> _Window | None:
+def _match(phrase: str, now: datetime) -> _Span | None:
     tz = _zone(now)
     today = now.date()
     if m := _DURATION.fullmatch(phrase):
-        return _Window(_back(now, int(m[1]), _UNITS[m[2]]), now, "duration")
+        return _Span(_back(now, int(m[1]), _UNITS[m[2]]), now, "duration")
     if m := _AGO.fullmatch(phrase):
         count = int(m[1]) if m[1].isdigit() else 1
         point = _back(now, count, _UNITS[m[2]])
-        return _Window(point, point, "point")
+        return _Span(point, point, "point")
     if phrase == "last night":
         return _day_window(today - timedelta(days=1), "night", tz)
     if m := _DAY.fullmatch(phrase):
@@ -173,13 +173,13 @@ def _match(phrase: str, now: datetime) -> _Window | None:
         monday = today - timedelta(days=today.weekday())
         if phrase == "last week":
             monday -= timedelta(weeks=1)
-        return _Window(_midnight(monday, tz), _midnight(monday + timedelta(weeks=1), tz), "period")
+        return _Span(_midnight(monday, tz), _midnight(monday + timedelta(weeks=1), tz), "period")
     if phrase in ("this month", "last month"):
         first = today.replace(day=1)
         if phrase == "last month":
             first = (first - timedelta(days=1)).replace(day=1)
         following = (first + timedelta(days=31)).replace(day=1)
-        return _Window(_midnight(first, tz), _midnight(following, tz), "period")
+        return _Span(_midnight(first, tz), _midnight(following, tz), "period")
     if m := _ISO_DATE.fullmatch(phrase):
         return _day_window(date(int(m[1]), int(m[2]), int(m[3])), None, tz)
     if m := _ISO_MINUTE.fullmatch(phrase):
@@ -197,12 +197,12 @@ def _named_day(day: str, today: date) -> date:
     return today - timedelta(days=(today.weekday() - weekday - 1) % 7 + 1)
 
 
-def _day_window(day: date, part: str | None, tz: tzinfo) -> _Window:
+def _day_window(day: date, part: str | None, tz: tzinfo) -> _Span:
     first, last = _PARTS[part] if part else (0, 24)
-    return _Window(_wall(day, first, 0, tz), _wall(day, last, 0, tz), "period")
+    return _Span(_wall(day, first, 0, tz), _wall(day, last, 0, tz), "period")
 
 
-def _minute_window(m: re.Match[str], tz: tzinfo) -> _Window:
+def _minute_window(m: re.Match[str], tz: tzinfo) -> _Span:
     year, month, day, hour, minute = (int(m[i]) for i in range(1, 6))
     time(hour, minute, int(m[6] or 0))  # rejects 24:00, 14:75 and 14:30:61 (ValueError)
     offset = m[7]
@@ -218,7 +218,7 @@ def _minute_window(m: re.Match[str], tz: tzinfo) -> _Window:
         )
         start = datetime(year, month, day, hour, minute, tzinfo=given).astimezone(tz)
     end = (start.astimezone(UTC) + timedelta(minutes=1)).astimezone(tz)
-    return _Window(start, end, "minute")
+    return _Span(start, end, "minute")
 
 
 def _back(now: datetime, count: int, unit: str) -> datetime:

@@ -7,14 +7,15 @@ from datetime import datetime
 from query.search import Hit
 
 
-def _stamp(when: datetime | None) -> str:
+def stamp(when: datetime | None) -> str:
+    """``when`` in local time to the second, as every listing shows a moment ("…": none)."""
     return when.astimezone().strftime("%Y-%m-%d %H:%M:%S") if when else "…"
 
 
 def window_text(start: datetime | None, end: datetime | None) -> str:
     if start is None and end is None:
         return "all time"
-    return f"{_stamp(start)} → {_stamp(end) if end else 'now'}"
+    return f"{stamp(start)} → {stamp(end) if end else 'now'}"
 
 
 def _heading(what: str, start: datetime | None, end: datetime | None, app: str | None) -> str:
@@ -35,7 +36,7 @@ def search_text(
         count = f"0 match(es) with every term; {len(hits)} near miss(es) with some, best first:"
     lines = [_heading(f"search '{query}'", start, end, app), count]
     for hit in hits:
-        lines.append(f"  #{hit.id:<6} {_stamp(hit.when)}  [{hit.app}] — {hit.title}")
+        lines.append(f"  #{hit.id:<6} {stamp(hit.when)}  [{hit.app}] — {hit.title}")
         if hit.snippet:
             lines.append(f"          {hit.snippet}")
     if why_empty:
@@ -53,7 +54,7 @@ def timeline_text(
     lines = [_heading("timeline", start, end, app)]
     for group in group_hits(hits):
         first, last = group[0], group[-1]
-        span = _stamp(first.when)
+        span = stamp(first.when)
         if len(group) > 1:
             span += f" – {last.when.astimezone().strftime('%H:%M:%S')}"
         ids = ", ".join(f"#{h.id}" for h in group)
@@ -76,7 +77,7 @@ def group_hits(hits: list[Hit]) -> list[list[Hit]]:
 
 def show_text(hit: Hit) -> str:
     lines = [
-        f"#{hit.id}  {_stamp(hit.when)}  [{hit.app}] — {hit.title}",
+        f"#{hit.id}  {stamp(hit.when)}  [{hit.app}] — {hit.title}",
         f"text_source: {hit.text_source}   encrypted: {str(hit.encrypted).lower()}   "
         f"reason: {hit.reason}   thumbnail: {'yes' if hit.thumb else 'no'}",
     ]

@@ -29,8 +29,9 @@ from pathlib import Path
 import msgspec
 
 from eventlog import Log
+from eventlog.batch import Batch
 from eventlog.events import ConfigChanged, Event, FrameCaptured
-from eventlog.log import Batch, Segment
+from eventlog.folder import Segment
 from eventlog.segment import Header
 
 T0 = 1_700_000_000_000_000

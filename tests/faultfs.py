@@ -4,32 +4,44 @@
 durability is beside the point), and remembers what an fsync has made durable:
 
 - per file, the bytes as of its last ``fsync`` (a file never fsynced is empty);
-- per folder, the names as of its last ``fsync_dir`` (a create, rename or remove not yet
-  followed by ``fsync_dir`` of its folder is not durable).
+- per folder, the names as of its last ``fsync_dir`` (a create, rename, link, remove or
+  mkdir not yet followed by ``fsync_dir`` of its folder is not durable).
 
 ``power_cut()`` rewrites the real folder to that durable state: unsynced appends are cut off,
 unsynced truncations undone, files whose creation was not made durable deleted, unsynced
-renames and removes undone. Files are tracked by identity, not by name, so a file renamed
-after its last fsync comes back under its old name with its fsynced bytes.
+renames and removes undone, folders whose creation was not made durable removed with all
+they hold. Files are tracked by identity, not by name, so a file renamed after its last fsync
+comes back under its old name with its fsynced bytes.
 
 With ``rng``, the cut is less kind, as a real disk may be: a random prefix of the folder's
 unsynced operations survives (journalled filesystems keep them in order), and a random prefix
 of each file's unsynced appended bytes survives (a torn write).
 
-``crash_at=N`` makes the Nth write-side call (create, append, rename, remove, fsync_dir,
-write, fsync, truncate) raise ``PowerCut`` without doing anything, and every later call too:
-the machine is off. Files the log writes without this layer (the ``LOCK`` file) are left alone.
+``crash_at=N`` makes the Nth write-side call (create, append, rename, link, remove, mkdir,
+fsync_dir, write, fsync, truncate) raise ``PowerCut`` without doing anything, and every later
+call too: the machine is off.
+
+What is changed without this layer is left as it is: lock files (``LOCK``, ``*.lock``), files
+removed directly (a purge's thumbnails), Tantivy's own files in the folders of its indexes.
+
+A ``Log`` given this layer uses it; ``installed(fs)`` makes it ``base.fs.FS``, the layer of
+every other durable write (and of every ``Log`` opened meanwhile without one of its own).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import random
+import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
-from base.fs import FileSystem, WritableFile
+import base.fs
+from base.fs import FILE_MODE, FileSystem, WritableFile
 
 
 class PowerCut(Exception):
@@ -43,12 +55,28 @@ class _Folder:
     durable: dict[str, int]
     """What it held at its last fsync_dir."""
     pending: list[tuple[str, str, str | None, int]] = field(default_factory=list)
-    """Unsynced operations in order: ("create" | "rename" | "remove", name, source, file)."""
+    """Unsynced operations in order: ("create" | "rename" | "link" | "remove" | "mkdir",
+    name, source, file or folder)."""
+
+
+Layer = TypeVar("Layer", bound=FileSystem)
+
+
+@contextlib.contextmanager
+def installed(fs: Layer) -> Iterator[Layer]:
+    """Every durable write through ``fs`` (the thumbnails, views, config, key) until exit."""
+    previous, base.fs.FS = base.fs.FS, fs
+    try:
+        yield fs
+    finally:
+        base.fs.FS = previous
 
 
 class FaultFile(WritableFile):
-    def __init__(self, fs: FaultFS, path: Path, flags: int, file_id: int) -> None:
-        super().__init__(path, flags)
+    def __init__(
+        self, fs: FaultFS, path: Path, flags: int, file_id: int, mode: int = FILE_MODE
+    ) -> None:
+        super().__init__(path, flags, mode)
         self.fs = fs
         self.file_id = file_id
 
@@ -84,16 +112,19 @@ class FaultFS(FileSystem):
         self.folders: dict[Path, _Folder] = {}
         self.content: dict[int, bytearray] = {}
         self.synced: dict[int, bytes] = {}
+        self.dirs: set[int] = set()
+        """The identities that are folders, not files."""
         self._ids = itertools.count()
 
     # -- the FileSystem interface ----------------------------------------------------------
 
-    def create(self, path: Path) -> WritableFile:
+    def create(self, path: Path, *, exclusive: bool = False, mode: int = FILE_MODE) -> WritableFile:
         self._step("create", path)
         folder = self._folder(path.parent)
         file_id = next(self._ids)
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
+        f = FaultFile(self, path, flags, file_id, mode)
         self.content[file_id] = bytearray()
-        f = FaultFile(self, path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, file_id)
         folder.names[path.name] = file_id
         folder.pending.append(("create", path.name, None, file_id))
         return f
@@ -105,12 +136,20 @@ class FaultFS(FileSystem):
 
     def rename(self, src: Path, dst: Path) -> None:
         self._step("rename", dst)
-        assert src.parent == dst.parent, "the log renames within one folder"
+        assert src.parent == dst.parent, "the store renames within one folder"
         folder = self._folder(src.parent)
         os.replace(src, dst)
         file_id = folder.names.pop(src.name)
         folder.names[dst.name] = file_id
         folder.pending.append(("rename", dst.name, src.name, file_id))
+
+    def link(self, src: Path, dst: Path) -> None:
+        self._step("link", dst)
+        assert src.parent == dst.parent, "the store links within one folder"
+        folder = self._folder(src.parent)
+        os.link(src, dst)
+        file_id = folder.names[dst.name] = folder.names[src.name]
+        folder.pending.append(("link", dst.name, src.name, file_id))
 
     def remove(self, path: Path) -> None:
         self._step("remove", path)
@@ -119,6 +158,16 @@ class FaultFS(FileSystem):
         file_id = folder.names.pop(path.name, None)
         if file_id is not None:
             folder.pending.append(("remove", path.name, None, file_id))
+
+    def mkdir(self, path: Path) -> None:
+        self._step("mkdir", path)
+        parent = self._folder(path.parent)
+        super().mkdir(path)
+        dir_id = next(self._ids)
+        self.dirs.add(dir_id)
+        parent.names[path.name] = dir_id
+        parent.pending.append(("mkdir", path.name, None, dir_id))
+        self.folders[path] = _Folder({}, {})
 
     def fsync_dir(self, path: Path) -> None:
         self._step("fsync_dir", path)
@@ -131,30 +180,48 @@ class FaultFS(FileSystem):
     def power_cut(self, rng: random.Random | None = None) -> None:
         """Rewrite every tracked folder to what a machine losing power now would find."""
         self.dead = True
-        for path, folder in self.folders.items():
-            names = dict(folder.durable)
-            if rng is not None:
-                for op, name, source, file_id in folder.pending[
-                    : rng.randint(0, len(folder.pending))
-                ]:
-                    if op == "rename" and source is not None:
-                        names.pop(source, None)
-                    if op == "remove":
-                        names.pop(name, None)
-                    else:
-                        names[name] = file_id
+        lost: list[Path] = []
+        # Parents first: a folder whose creation is undone takes its tracked children along.
+        for path in sorted(self.folders, key=lambda p: len(p.parts)):
+            if not path.is_dir() or any(path.is_relative_to(gone) for gone in lost):
+                continue  # removed without this layer, or inside a folder that was lost
+            folder = self.folders[path]
+            names = self._surviving(folder, rng)
             for name in set(folder.names) | set(folder.durable) | set(names):
-                (path / name).unlink(missing_ok=True)
-            for name, file_id in names.items():
-                data = self.synced.get(file_id, b"")
-                now = bytes(self.content.get(file_id, b""))
-                if rng is not None and now.startswith(data) and len(now) > len(data):
-                    data = now[: rng.randint(len(data), len(now))]
-                fd = os.open(path / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                try:
-                    os.write(fd, data)
-                finally:
-                    os.close(fd)
+                target = path / name
+                if names.get(name, folder.names.get(name)) in self.dirs:
+                    if target.is_dir() and names.get(name) not in self.dirs:
+                        shutil.rmtree(target)
+                        lost.append(target)
+                elif name in folder.names and not target.exists():
+                    continue  # removed without this layer
+                else:
+                    target.unlink(missing_ok=True)
+                    if name in names:
+                        self._restore(target, names[name], rng)
+
+    def _restore(self, path: Path, file_id: int, rng: random.Random | None) -> None:
+        data = self.synced.get(file_id, b"")
+        now = bytes(self.content.get(file_id, b""))
+        if rng is not None and now.startswith(data) and len(now) > len(data):
+            data = now[: rng.randint(len(data), len(now))]
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+
+    def _surviving(self, folder: _Folder, rng: random.Random | None) -> dict[str, int]:
+        names = dict(folder.durable)
+        if rng is not None:
+            for op, name, source, file_id in folder.pending[: rng.randint(0, len(folder.pending))]:
+                if op == "rename" and source is not None:
+                    names.pop(source, None)
+                if op == "remove":
+                    names.pop(name, None)
+                else:
+                    names[name] = file_id
+        return names
 
     # -- bookkeeping -----------------------------------------------------------------------
 
@@ -173,7 +240,10 @@ class FaultFS(FileSystem):
         if folder is None:
             names: dict[str, int] = {}
             for entry in os.scandir(path):
-                if entry.is_file() and entry.name != "LOCK":
+                if entry.is_dir():
+                    names[entry.name] = next(self._ids)
+                    self.dirs.add(names[entry.name])
+                elif entry.is_file() and not _is_lock(entry.name):
                     file_id = next(self._ids)
                     data = Path(entry.path).read_bytes()
                     self.content[file_id] = bytearray(data)
@@ -181,3 +251,7 @@ class FaultFS(FileSystem):
                     names[entry.name] = file_id
             folder = self.folders[path] = _Folder(names, dict(names))
         return folder
+
+
+def _is_lock(name: str) -> bool:
+    return name == "LOCK" or name.endswith(".lock")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from backscroll.cli import main
+from tests.helpers import run
 
 FRAMES = [
     {
@@ -33,20 +33,6 @@ FRAMES = [
         "text": "lunch at the quokka cafe today",
     },
 ]
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    argv = sys.argv
-    sys.argv = ["backscroll", *args]
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    finally:
-        sys.argv = argv
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

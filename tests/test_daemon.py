@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from io import BytesIO
 from pathlib import Path
@@ -18,6 +18,7 @@ import pytest
 
 from backscroll.actions import pause
 from backscroll.daemon import RETRY_SECONDS
+from backscroll.desktop import wait_for
 from backscroll.store import MemoryStore
 from query.search import Hit
 from tests.desktop import Desktop, headless_desktop
@@ -77,16 +78,6 @@ class Daemon:
     def status(self) -> dict[str, Any]:
         result: dict[str, Any] = json.loads(self.cli("status", "--json"))
         return result
-
-
-def wait_for(check: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def debug(daemon: Daemon) -> str:

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import run
 from tests.smallfs import MB, SmallFS, small_filesystem
-from tests.test_cli import run
 
 # 32 MB holds the whole store once the filler is gone: about 2.7 KB of log and 2.7 KB of
 # index per frame (measured), so ~17 MB for the 3,012 frames, plus room for Tantivy's merges.

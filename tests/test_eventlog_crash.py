@@ -39,26 +39,15 @@ from eventlog import (
     FramesDeleted,
     Log,
 )
+from eventlog.folder import MANIFEST_NAME, NEW_SUFFIX
 from eventlog.format import parse_segment_name
-from eventlog.log import MANIFEST_NAME, NEW_SUFFIX
 from tests.faultfs import FaultFS, PowerCut
+from tests.helpers import T0, frame_event
 
 REPO = Path(__file__).resolve().parent.parent
 APPENDER = Path(__file__).with_name("_appender.py")
 KILLS = 50
 DAY_US = 86_400_000_000
-T0 = 1_700_000_000_000_000
-
-
-def frame(offset: int, captured_us: int, text: str = "") -> FrameCaptured:
-    return FrameCaptured(
-        ts_us=captured_us,
-        frame_id=offset,
-        captured_us=captured_us,
-        app="editor",
-        title="log.py",
-        text=text or f"def frame_{offset}():\n    return {captured_us}\n" * 3,
-    )
 
 
 def config(n: int, origin: str = "cli") -> ConfigChanged:
@@ -261,17 +250,17 @@ def scenario(log: Log, progress: Progress) -> None:
         return offset
 
     for i in range(6):
-        one(lambda offset, i=i: frame(offset, OLD + i))  # type: ignore[misc]
+        one(lambda offset, i=i: frame_event(offset, OLD + i))  # type: ignore[misc]
     progress.rewritten_offset = one(lambda offset: config(1))
     with log.batch() as batch:
         started = DaemonStarted(ts_us=NEW, pid=7)
         events: list[tuple[int, Event]] = [(batch.append(started), started)]
         for j in range(8):  # half of them old: imported late, retention still drops them
-            event = frame(batch.next_offset, (OLD if j % 2 else NEW) + j)
+            event = frame_event(batch.next_offset, (OLD if j % 2 else NEW) + j)
             events.append((batch.append(event), event))
     progress.returned.update(events)
     for i in range(10):
-        one(lambda offset, i=i: frame(offset, NEW + i))  # type: ignore[misc]
+        one(lambda offset, i=i: frame_event(offset, NEW + i))  # type: ignore[misc]
     one(lambda offset: FramesDeleted(ts_us=NEW, upto_id=offset - 1, ids=(3,)))
 
     progress.retention = "started"
@@ -283,12 +272,12 @@ def scenario(log: Log, progress: Progress) -> None:
     progress.rewrite = "done"
 
     for i in range(4):
-        one(lambda offset, i=i: frame(offset, NEW + 100 + i))  # type: ignore[misc]
+        one(lambda offset, i=i: frame_event(offset, NEW + 100 + i))  # type: ignore[misc]
     with log.batch() as batch:
         resumed = CaptureResumed(ts_us=NEW)
         events = [(batch.append(resumed), resumed)]
         for j in range(5):
-            event = frame(batch.next_offset, NEW + 200 + j)
+            event = frame_event(batch.next_offset, NEW + 200 + j)
             events.append((batch.append(event), event))
     progress.returned.update(events)
 
@@ -411,7 +400,9 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
         log.append(DaemonStarted(ts_us=T0 + day * DAY_US, pid=day))
         for minute in range(5):
             with log.batch() as batch:
-                batch.append(frame(batch.next_offset, T0 + day * DAY_US + minute * 60_000_000))
+                batch.append(
+                    frame_event(batch.next_offset, T0 + day * DAY_US + minute * 60_000_000)
+                )
         log.append(config(day))
     log.append(FramesDeleted(ts_us=T0 + 6 * DAY_US, upto_id=3))
     assert len(log.segments()) > 5 and not log.segments()[-1].sealed

@@ -28,25 +28,14 @@ from base.fs import FileSystem, WritableFile
 from eventlog import ConfigChanged, Event, FrameCaptured, FramesDeleted, Log
 from eventlog.format import BLOCK, HEADER, NAME_DIGITS
 from eventlog.segment import Problem, scan_records, unpack_header
+from tests.helpers import T0, frame_event
 
 DAY_US = 86_400_000_000
-T0 = 1_700_000_000_000_000  # 2023-11-14 22:13:20 UTC
-
-
-def frame(offset: int, captured_us: int = T0, text: str = "") -> FrameCaptured:
-    return FrameCaptured(
-        ts_us=captured_us,
-        frame_id=offset,
-        captured_us=captured_us,
-        app="term",
-        title="bash",
-        text=text or f"$ make test # frame {offset}\n" + "ok " * 40,
-    )
 
 
 def append_frame(log: Log, captured_us: int = T0, text: str = "") -> int:
     with log.batch() as batch:
-        return batch.append(frame(batch.next_offset, captured_us, text))
+        return batch.append(frame_event(batch.next_offset, captured_us, text))
 
 
 def fill(log: Log, count: int) -> list[tuple[int, Event]]:
@@ -58,7 +47,7 @@ def fill(log: Log, count: int) -> list[tuple[int, Event]]:
             event: Event = (
                 ConfigChanged(ts_us=T0 + i, config={"i": i})
                 if i % 5 == 0
-                else frame(offset, T0 + i * 1_000_000)
+                else frame_event(offset, T0 + i * 1_000_000)
             )
             batch.append(event)
         appended.append((offset, event))
@@ -475,7 +464,7 @@ def test_a_batch_whose_write_fails_leaves_nothing_behind(tmp_path: Path, room: i
 
     with pytest.raises(DiskFullError, match="the disk is full"), full.batch() as batch:
         for _ in range(20):  # whole records fit in the room the disk had
-            batch.append(frame(batch.next_offset))
+            batch.append(frame_event(batch.next_offset))
 
     assert log.segments()[-1].path.read_bytes() == before
     assert append_frame(log) == 3

@@ -2,8 +2,23 @@
 
 from __future__ import annotations
 
+import inspect
+import subprocess
+import sys
+from types import ModuleType
+
+import pytest
+
 import backscroll
+import capture
 import eventlog
+import query
+from tests.conftest import REPO
+
+
+def _in_ruff_order(names: list[str]) -> bool:
+    """ruff (RUF022) sorts ``__all__`` as isort does: CONSTANTS, then Classes, then the rest."""
+    return names == sorted(names, key=lambda n: (not n.isupper(), not n[:1].isupper(), n))
 
 
 def test_backscroll_exports_the_public_api() -> None:
@@ -26,3 +41,73 @@ def test_eventlog_exports_its_log_and_events() -> None:
     for name in eventlog.__all__:
         assert hasattr(eventlog, name)
     assert {"Log", "InMemoryLog", "FrameCaptured", "FramesDeleted"} <= set(eventlog.__all__)
+
+
+def test_capture_exports_its_backends_trigger_and_redaction_record() -> None:
+    assert capture.__all__ == [
+        "KINDS",
+        "AxReader",
+        "Backends",
+        "Frontmost",
+        "Geometry",
+        "Hotkey",
+        "OcrEngine",
+        "Probe",
+        "Redaction",
+        "TextReader",
+        "Trigger",
+        "VisibleWindow",
+        "X11Probe",
+        "backends",
+    ]
+
+
+def test_query_exports_its_searcher_phrases_and_renderings() -> None:
+    assert query.__all__ == [
+        "ACCEPTED_FORMS",
+        "Decrypt",
+        "Hit",
+        "Searcher",
+        "Term",
+        "TimeSpan",
+        "ViewReader",
+        "group_hits",
+        "parse_query",
+        "parse_when",
+        "resolve_window",
+        "search_text",
+        "show_text",
+        "snippet",
+        "stamp",
+        "timeline_text",
+        "why_empty",
+        "window_text",
+    ]
+
+
+@pytest.mark.parametrize("package", [capture, query], ids=lambda p: p.__name__)
+def test_each_exported_name_is_sorted_and_defined_in_its_package(package: ModuleType) -> None:
+    assert _in_ruff_order(package.__all__)
+    for name in package.__all__:
+        value = getattr(package, name)
+        if inspect.isclass(value) or inspect.isfunction(value):
+            assert value.__module__.split(".")[0] == package.__name__, (name, value.__module__)
+    with pytest.raises(AttributeError):
+        _ = package.not_a_name
+
+
+def test_the_fronts_and_the_help_load_no_imaging_grabbing_or_index_library() -> None:
+    probe = (
+        "import sys, capture, query\n"
+        "from backscroll.cli import main\n"
+        "sys.argv = ['backscroll', '--help']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in ('PIL', 'mss', 'tantivy') if m in sys.modules), file=sys.stderr)"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert run.stderr.strip().splitlines()[-1] == "[]"

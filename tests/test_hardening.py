@@ -26,7 +26,7 @@ from eventlog.events import DamageFound, FrameCaptured
 from eventlog.format import BLOCK, HEADER
 from eventlog.log import Log
 from eventlog.segment import pack_record
-from tests.test_cli import run
+from tests.helpers import run
 
 T = 1_764_600_000  # 2025-12-01, epoch seconds
 

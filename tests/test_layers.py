@@ -73,3 +73,21 @@ def test_importing_the_log_loads_nothing_of_the_app() -> None:
     for above in ("backscroll", "projector", "query", "capture"):
         assert f"'{above}'" not in loaded
     assert "'base'" in loaded
+
+
+def test_capture_is_forbidden_every_module_of_the_log_but_the_event_types() -> None:
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (capture,) = [c for c in config["contracts"] if c.get("source_modules") == ["capture"]]
+    modules = {f"eventlog.{p.stem}" for p in (REPO / "eventlog").glob("*.py")}
+    assert modules - set(capture["forbidden_modules"]) == {"eventlog.__init__", "eventlog.events"}
+
+
+def test_a_module_cycle_inside_a_package_breaks_the_contract(tree: Path) -> None:
+    # The shape of the old store <-> status cycle: each hid its import inside a function.
+    (tree / "backscroll" / "_ping.py").write_text("def f():\n    from backscroll import _pong\n")
+    (tree / "backscroll" / "_pong.py").write_text("def g():\n    from backscroll import _ping\n")
+    result = _lint(tree)
+    assert result.returncode != 0
+    assert "No module cycles inside a package BROKEN" in result.stdout

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -13,21 +12,8 @@ from backscroll.actions import delete, import_frames, rebuild_views
 from backscroll.housekeeping import housekeep
 from backscroll.reindex import reindex
 from backscroll.store import MemoryStore
+from tests.helpers import NOW, import_line
 from tests.residue import files_containing, index_doc_freq, stray_segment_files
-
-NOW = datetime.now(UTC)
-
-
-def frame(days_ago: float, app: str, title: str, text: str, image: Path | None = None) -> str:
-    row = {
-        "ts": (NOW - timedelta(days=days_ago)).isoformat(),
-        "app": app,
-        "title": title,
-        "text": text,
-    }
-    if image:
-        row["image"] = str(image)
-    return json.dumps(row)
 
 
 @pytest.fixture
@@ -45,8 +31,10 @@ def test_encrypted_text_is_unreadable_on_disk_yet_found_by_exact_word(
         import_frames(
             store,
             [
-                frame(1, "Terminal", "zsh", "connection zanzibarite refused by upstream", picture),
-                frame(1, "Editor", "notes", "plain words about marmalade"),
+                import_line(
+                    1, "Terminal", "zsh", "connection zanzibarite refused by upstream", picture
+                ),
+                import_line(1, "Editor", "notes", "plain words about marmalade"),
             ],
         )
         assert [h.app for h in store.search("zanzibarite")] == ["Terminal"]
@@ -72,9 +60,9 @@ def test_a_lost_key_reads_as_empty_text_and_no_image_and_search_keeps_working(
     backscroll_home: Path, picture: Path
 ) -> None:
     with MemoryStore() as store:
-        import_frames(store, [frame(1, "Editor", "notes", "visible nebula")])
+        import_frames(store, [import_line(1, "Editor", "notes", "visible nebula")])
         store.set_config(encrypt_text=True)
-        import_frames(store, [frame(1, "Terminal", "zsh quasar", "secretive words", picture)])
+        import_frames(store, [import_line(1, "Terminal", "zsh quasar", "secretive words", picture)])
     (backscroll_home / "key").unlink()
     with MemoryStore() as store:
         assert [h.app for h in store.search("nebula")] == ["Editor"]
@@ -91,7 +79,7 @@ def test_reindex_encrypts_stored_plaintext_and_redacts_old_secrets(
         import_frames(
             store,
             [
-                frame(
+                import_line(
                     1, "Terminal", "zsh", "export password=hunter2xyz9 then gravimetric", picture
                 ),
             ],
@@ -121,9 +109,11 @@ def test_deleted_frames_leave_nothing_readable_and_never_come_back(
         import_frames(
             store,
             [
-                frame(40, "Slack", "general — quokkaroom", "obliviate tarantella", picture),
-                frame(35, "Slack", "general — quokkaroom", "obliviate tarantella again", picture),
-                frame(1, "Terminal", "zsh", "kept frame with pelican"),
+                import_line(40, "Slack", "general — quokkaroom", "obliviate tarantella", picture),
+                import_line(
+                    35, "Slack", "general — quokkaroom", "obliviate tarantella again", picture
+                ),
+                import_line(1, "Terminal", "zsh", "kept frame with pelican"),
             ],
         )
         if scope == "app":
@@ -154,10 +144,10 @@ def test_deleted_frames_leave_nothing_readable_and_never_come_back(
 
 def test_frame_ids_never_restart_after_everything_is_cleared(backscroll_home: Path) -> None:
     with MemoryStore() as store:
-        import_frames(store, [frame(1, "A", "a", "one"), frame(1, "B", "b", "two")])
+        import_frames(store, [import_line(1, "A", "a", "one"), import_line(1, "B", "b", "two")])
         last = max(h.id for h in store.timeline())
         delete(store)
-        import_frames(store, [frame(0, "C", "c", "three")])
+        import_frames(store, [import_line(0, "C", "c", "three")])
         assert store.timeline()[0].id > last
 
 
@@ -173,9 +163,9 @@ def test_tampered_and_moved_ciphertexts_are_reported_and_the_rest_keeps_working(
         import_frames(
             store,
             [
-                frame(1, "A", "first", "alpha words"),
-                frame(1, "B", "second", "bravo words"),
-                frame(1, "C", "third", "charlie words"),
+                import_line(1, "A", "first", "alpha words"),
+                import_line(1, "B", "second", "bravo words"),
+                import_line(1, "C", "third", "charlie words"),
             ],
         )
         ids = {h.app: h.id for h in store.timeline()}
@@ -206,7 +196,7 @@ def test_tampered_and_moved_ciphertexts_are_reported_and_the_rest_keeps_working(
         assert [h.app for h in store.search("third")] == ["C"]  # titles still search
         from backscroll.status import collect
 
-        assert collect(store)["key_problem"]
+        assert collect(store).key_problem
 
 
 def test_the_storage_cap_deletes_oldest_first_down_to_ninety_percent(
@@ -217,7 +207,8 @@ def test_the_storage_cap_deletes_oldest_first_down_to_ninety_percent(
     with MemoryStore() as store:
         big = "filler " * 3000
         import_frames(
-            store, [frame(20 - i * 0.1, "App", f"t{i}", f"{big} n{i}", picture) for i in range(120)]
+            store,
+            [import_line(20 - i * 0.1, "App", f"t{i}", f"{big} n{i}", picture) for i in range(120)],
         )
         used = _used_bytes(store)
         cap_mb = max(1, int(used * 0.6 / 1_000_000))
@@ -237,8 +228,8 @@ def test_the_first_encrypted_write_records_the_key_by_fingerprint(backscroll_hom
 
     with MemoryStore() as store:
         store.set_config(encrypt_text=True)
-        import_frames(store, [frame(1, "A", "a", "one")])
-        import_frames(store, [frame(1, "B", "b", "two")])
+        import_frames(store, [import_line(1, "A", "a", "one")])
+        import_frames(store, [import_line(1, "B", "b", "two")])
         keys = [e for _, e in store.log.read() if type(e).__name__ == "KeyCreated"]
         assert [(k.store, k.fingerprint) for k in keys] == [
             ("file", key_status(backscroll_home).fingerprint)
@@ -255,8 +246,8 @@ def test_a_damaged_purge_plan_after_the_log_was_compacted_still_purges_every_mon
         import_frames(
             store,
             [
-                frame(40, "Slack", "general", "obliviate tarantella"),
-                frame(1, "Terminal", "zsh", "kept frame with pelican"),
+                import_line(40, "Slack", "general", "obliviate tarantella"),
+                import_line(1, "Terminal", "zsh", "kept frame with pelican"),
             ],
         )
         real_rebuild = Projector.rebuild_months

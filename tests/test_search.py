@@ -4,7 +4,7 @@ one ranked list over several month partitions."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from typer.testing import CliRunner
 
@@ -12,13 +12,7 @@ from backscroll.actions import delete, import_frames
 from backscroll.cli.app import app as cli
 from backscroll.store import MemoryStore
 from query.search import Hit
-
-NOW = datetime.now(UTC)
-
-
-def frame(days_ago: float, app: str, title: str, text: str) -> str:
-    ts = (NOW - timedelta(days=days_ago)).isoformat()
-    return json.dumps({"ts": ts, "app": app, "title": title, "text": text})
+from tests.helpers import NOW, import_line
 
 
 def run_cli(*args: str) -> str:
@@ -36,10 +30,10 @@ def test_the_app_filter_is_a_substring_of_the_app_name_or_the_title() -> None:
         import_frames(
             store,
             [
-                frame(1, "Firefox", "Invoices — Mozilla", "quarterly ledger"),
-                frame(1, "Terminal", "Grafana — Home", "quarterly ledger"),
-                frame(1, "gnome-terminal-server", "zsh", "quarterly ledger"),
-                frame(1, "Slack", "general", "quarterly ledger"),
+                import_line(1, "Firefox", "Invoices — Mozilla", "quarterly ledger"),
+                import_line(1, "Terminal", "Grafana — Home", "quarterly ledger"),
+                import_line(1, "gnome-terminal-server", "zsh", "quarterly ledger"),
+                import_line(1, "Slack", "general", "quarterly ledger"),
             ],
         )
         assert apps(store.search("ledger", app="IREFO")) == ["Firefox"]
@@ -60,10 +54,10 @@ def test_the_app_filter_shows_exactly_what_deleting_by_app_deletes() -> None:
         import_frames(
             store,
             [
-                frame(1, "Firefox", "mybank.com — Accounts", "balance"),
-                frame(1, "Firefox", "Bank of X", "balance"),
-                frame(1, "Bankroll", "ledger", "balance"),
-                frame(1, "Firefox", "news", "bank holiday"),
+                import_line(1, "Firefox", "mybank.com — Accounts", "balance"),
+                import_line(1, "Firefox", "Bank of X", "balance"),
+                import_line(1, "Bankroll", "ledger", "balance"),
+                import_line(1, "Firefox", "news", "bank holiday"),
             ],
         )
         shown = {h.id for h in store.timeline(app="bank")}
@@ -77,7 +71,10 @@ def test_the_app_filter_finds_an_app_seen_only_in_an_earlier_month() -> None:
     with MemoryStore() as store:
         import_frames(
             store,
-            [frame(70, "Thunderbird", "Inbox", "ledger"), frame(1, "Firefox", "Inbox", "ledger")],
+            [
+                import_line(70, "Thunderbird", "Inbox", "ledger"),
+                import_line(1, "Firefox", "Inbox", "ledger"),
+            ],
         )
         assert apps(store.search("ledger", app="thunder")) == ["Thunderbird"]
         recent = store.search("ledger", app="thunder", start=NOW - timedelta(days=3))
@@ -89,17 +86,17 @@ def test_a_phrase_matches_plaintext_and_encrypted_frames_in_order_only() -> None
         import_frames(
             store,
             [
-                frame(2, "Editor", "a", "the connection was refused by upstream"),
-                frame(2, "Editor", "b", "upstream refused the connection"),
-                frame(2, "Mail", "Re: refused by upstream", "nothing here"),
+                import_line(2, "Editor", "a", "the connection was refused by upstream"),
+                import_line(2, "Editor", "b", "upstream refused the connection"),
+                import_line(2, "Mail", "Re: refused by upstream", "nothing here"),
             ],
         )
         store.set_config(encrypt_text=True)
         import_frames(
             store,
             [
-                frame(1, "Terminal", "c", "error: refused by upstream proxy"),
-                frame(1, "Terminal", "d", "upstream says: by refused"),
+                import_line(1, "Terminal", "c", "error: refused by upstream proxy"),
+                import_line(1, "Terminal", "d", "upstream says: by refused"),
             ],
         )
         found = store.search('"refused by upstream"')
@@ -113,7 +110,7 @@ def test_hits_from_every_month_merge_into_one_list_best_first() -> None:
         import_frames(
             store,
             [
-                frame(days, "Editor", f"d{days}", "tarn " * repeats + "filler words here")
+                import_line(days, "Editor", f"d{days}", "tarn " * repeats + "filler words here")
                 for days, repeats in ((101, 1), (69, 4), (37, 2), (5, 8))
             ],
         )
@@ -129,13 +126,13 @@ def test_when_no_frame_has_every_term_the_search_retries_with_any_as_near_misses
         import_frames(
             store,
             [
-                frame(2, "Editor", "a", "invoice 4471 from acme"),
-                frame(2, "Editor", "b", "the connection was refused"),
-                frame(2, "Mail", "c", "nothing to see"),
+                import_line(2, "Editor", "a", "invoice 4471 from acme"),
+                import_line(2, "Editor", "b", "the connection was refused"),
+                import_line(2, "Mail", "c", "nothing to see"),
             ],
         )
         store.set_config(encrypt_text=True)
-        import_frames(store, [frame(1, "Terminal", "d", "acme rejected the invoice")])
+        import_frames(store, [import_line(1, "Terminal", "d", "acme rejected the invoice")])
         exact = store.search("invoice acme")
         assert sorted(h.title for h in exact) == ["a", "d"]
         assert not any(h.near_miss for h in exact)
@@ -151,7 +148,7 @@ def test_when_no_frame_has_every_term_the_search_retries_with_any_as_near_misses
 
 def test_near_misses_are_labelled_in_the_output() -> None:
     with MemoryStore() as store:
-        import_frames(store, [frame(1, "Editor", "a", "invoice 4471 from acme")])
+        import_frames(store, [import_line(1, "Editor", "a", "invoice 4471 from acme")])
     out = run_cli("search", "invoice zebra")
     assert "0 match(es) with every term; 1 near miss(es) with some, best first:" in out
     found = json.loads(run_cli("search", "invoice zebra", "--json"))
@@ -163,8 +160,8 @@ def test_a_phrase_does_not_span_the_app_name_and_the_title() -> None:
         import_frames(
             store,
             [
-                frame(1, "Firefox", "Invoices — Mozilla", "quarterly ledger"),
-                frame(1, "Editor", "notes", "firefox invoices"),
+                import_line(1, "Firefox", "Invoices — Mozilla", "quarterly ledger"),
+                import_line(1, "Editor", "notes", "firefox invoices"),
             ],
         )
         assert [h.title for h in store.search('"firefox invoices"')] == ["notes"]
@@ -175,7 +172,9 @@ def test_a_phrase_does_not_span_the_app_name_and_the_title() -> None:
 def test_snippets_bracket_the_matching_words_around_the_first_match() -> None:
     lead = "npm ERR! code ELIFECYCLE " * 8
     with MemoryStore() as store:
-        import_frames(store, [frame(1, "Terminal", "zsh", lead + "Error: connect ECONNREFUSED")])
+        import_frames(
+            store, [import_line(1, "Terminal", "zsh", lead + "Error: connect ECONNREFUSED")]
+        )
         [hit] = store.search("error connect")
         assert hit.snippet.startswith("… ") and "[Error]: [connect] ECONNREFUSED" in hit.snippet
         assert "ERR!" in hit.snippet  # context before the match
@@ -189,8 +188,8 @@ def test_a_phrase_in_the_title_of_an_encrypted_frame_is_found() -> None:
         import_frames(
             store,
             [
-                frame(1, "Mail", "Re: quarterly ledger review", "nothing about it here"),
-                frame(1, "Mail", "Re: ledger quarterly", "nothing here either"),
+                import_line(1, "Mail", "Re: quarterly ledger review", "nothing about it here"),
+                import_line(1, "Mail", "Re: ledger quarterly", "nothing here either"),
             ],
         )
         found = store.search('"quarterly ledger"')

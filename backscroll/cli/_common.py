@@ -7,11 +7,14 @@ import math
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from base.errors import UsageError
+
+if TYPE_CHECKING:
+    from backscroll.store import MemoryStore
 
 Home = Annotated[
     Path | None,
@@ -29,7 +32,7 @@ App = Annotated[
 ]
 
 
-def open_store(home: Path | None, catch_up: bool = True) -> Any:
+def open_store(home: Path | None, catch_up: bool = True) -> MemoryStore:
     from backscroll.store import MemoryStore
 
     return MemoryStore(home, catch_up=catch_up)

@@ -29,8 +29,9 @@ def start(
     import signal
 
     from backscroll.daemon import Daemon
-    from base.fs import ensure_dir
+    from base.fs import ensure_dir, private_umask
 
+    private_umask()  # before the store opens: the log file below holds what was on screen
     if log_file:
         ensure_dir(log_file.parent)
     handler: logging.Handler = (

@@ -135,7 +135,7 @@ def status(home: Home = None, json: Json = False) -> None:
     with open_store(home) as store:
         info = collect(store)
     if json:
-        emit_json(info)
+        emit_json(info.to_dict())
     else:
         typer.echo(render(info))
 
@@ -157,7 +157,7 @@ def audit_log(
     import msgspec
 
     from backscroll.actions import audit, crashed_runs
-    from query.render import _stamp
+    from query.render import stamp
 
     start, _ = window(since, None)
     with open_store(home, catch_up=False) as store:
@@ -182,7 +182,7 @@ def audit_log(
         note = " (crashed: no stop before the next start)" if row.pop("crashed", 0) else ""
         detail = "  ".join(f"{k}={v}" for k, v in row.items() if v not in (None, [], {}, ""))
         detail += note
-        typer.echo(f"#{offset:<6} {_stamp(when)}  {kind_:<9} {detail}")
+        typer.echo(f"#{offset:<6} {stamp(when)}  {kind_:<9} {detail}")
 
 
 def verify(home: Home = None, json: Json = False) -> None:

@@ -1,0 +1,110 @@
+"""The files of a log folder besides the records: segment listing, the lock, the NEXT counter.
+
+LOCK       the append lock (an OS file lock; its bytes mean nothing)
+NEXT       the next offset an append hands out, 8 bytes little-endian
+COMPACT    a committed rewrite's plan, present until it is finished (``eventlog.swap``)
+*.new      files a rewrite staged and has not installed yet
+damaged/   unreadable ranges a rewrite kept aside (``eventlog.damage``)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from base.errors import CorruptionError
+from base.fs import FileSystem
+from eventlog.format import HEADER, parse_segment_name
+from eventlog.segment import Header, unpack_header
+
+LOCK_NAME = "LOCK"
+MANIFEST_NAME = "COMPACT"
+NEXT_NAME = "NEXT"
+"""Written after each append: segments that vanish behind the log's back (deleted by hand) are
+noticed, and their offsets never handed out again."""
+DAMAGED_DIR = "damaged"
+DAMAGED_SUFFIX = ".damaged"
+NEW_SUFFIX = ".new"
+
+
+class Segment(NamedTuple):
+    base: int
+    sealed: bool
+    path: Path
+
+
+def list_segments(folder: Path) -> list[Segment]:
+    """Segments in offset order; where a base has both forms, the sealed one wins."""
+    found: dict[int, Segment] = {}
+    for segment in segment_files(folder):
+        if segment.base not in found or segment.sealed:
+            found[segment.base] = segment
+    return [found[base] for base in sorted(found)]
+
+
+def segment_files(folder: Path) -> list[Segment]:
+    """Every segment file, both forms of a base included (a rewrite between its steps)."""
+    out = []
+    for entry in os.scandir(folder):
+        parsed = parse_segment_name(entry.name)
+        if parsed is not None:
+            out.append(Segment(parsed[0], parsed[1], Path(entry.path)))
+    return out
+
+
+def base_of(path: Path) -> int:
+    return int(path.name.split(".", 1)[0])
+
+
+def sealed_header(path: Path) -> Header:
+    with open(path, "rb") as f:
+        data = f.read(HEADER.size)
+    try:
+        return unpack_header(data)
+    except CorruptionError as exc:
+        raise CorruptionError(f"event log segment {path.name} is damaged: {exc}") from None
+
+
+def read_next(folder: Path) -> int:
+    try:
+        data = (folder / NEXT_NAME).read_bytes()
+    except OSError:
+        return 0
+    return int.from_bytes(data, "little") if len(data) == 8 else 0
+
+
+def write_next(fs: FileSystem, folder: Path, offset: int) -> None:
+    """Not fsynced: after a power cut it may be older than the segments, never newer (it is
+    written after their fsync), and the larger of the two wins."""
+    with contextlib.suppress(OSError):
+        f = fs.create(folder / NEXT_NAME)
+        try:
+            f.write(offset.to_bytes(8, "little"))
+        finally:
+            f.close()
+
+
+def lock_writer(folder: Path) -> int:
+    """Wait for the append lock; closing the returned descriptor releases it."""
+    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def writer_active(folder: Path) -> bool:
+    """Whether another holder has the append lock now."""
+    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
