@@ -7,7 +7,9 @@ Public API (imported lazily, so ``backscroll --help`` and ``status`` start fast)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from base.fronts import lazy_names
 
 if TYPE_CHECKING:
     from backscroll.store import MemoryStore
@@ -30,9 +32,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'backscroll' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(_WHERE[name]), name)
+__getattr__ = lazy_names(__name__, _WHERE)

@@ -53,8 +53,27 @@ def corpus_file(frames: int, days: int, seed: int) -> Path:
         command = [sys.executable, str(CORPUS_TOOL), str(frames), "--days", str(days)]
         with open(partial, "w") as out:
             subprocess.run([*command, "--seed", str(seed)], stdout=out, check=True)
+        _end_by_now(partial)
         partial.rename(path)
     return path
+
+
+def _end_by_now(path: Path) -> None:
+    """Move the whole corpus back by whole days if its last frames lie in the future.
+
+    The tool puts ``frames % days`` frames on the day after today (50,000 over 60 days: 20
+    of them, at 08:00 tomorrow), and an import refuses frames more than a day ahead of the
+    clock. The days between frames, and every text, stay as the tool made them."""
+    ahead = max(row["ts"] for row in rows(path)) - time.time()
+    if ahead <= 0:
+        return
+    shift = 86_400 * (int(ahead // 86_400) + 1)
+    moved = path.with_suffix(".moved")
+    with open(moved, "w") as out:
+        for row in rows(path):
+            row["ts"] = round(row["ts"] - shift, 3)
+            out.write(json.dumps(row) + "\n")
+    moved.replace(path)
 
 
 def rows(path: Path) -> Iterator[dict[str, Any]]:

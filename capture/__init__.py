@@ -13,7 +13,9 @@ The screen grabs and OCR are modules (``capture.screen``, ``capture.ocr``); the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from base.fronts import lazy_names
 
 if TYPE_CHECKING:
     from capture.ax import AxReader
@@ -58,9 +60,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'capture' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(_WHERE[name]), name)
+__getattr__ = lazy_names(__name__, _WHERE)

@@ -18,6 +18,7 @@ from eventlog.batch import Batch
 from eventlog.codec import decode_or_report
 from eventlog.compaction import Compacted, Transform, expired, rewrite
 from eventlog.events import Event
+from eventlog.reader import Cursor
 from eventlog.segment import Problem, Record, scan_records
 
 if TYPE_CHECKING:
@@ -134,22 +135,9 @@ class InMemoryLog:
         return []  # nothing unreadable to keep
 
 
-class MemoryReader:
+class MemoryReader(Cursor[InMemoryLog]):
     """Follows the twin: polls as the disk reader does, and waits for an append (there is no
     folder to watch, so a change to a file in ``also`` does not wake it)."""
-
-    def __init__(self, log: InMemoryLog, start: int = 0) -> None:
-        self.log = log
-        self.after = start - 1
-
-    def poll(self, limit: int | None = None) -> list[Record]:
-        out: list[Record] = []
-        for record in self.log.records(self.after + 1):
-            out.append(record)
-            self.after = record.offset
-            if limit is not None and len(out) >= limit:
-                break
-        return out
 
     def wait(
         self, timeout: float, stop: threading.Event | None = None, also: Sequence[Path] = ()

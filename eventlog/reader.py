@@ -7,30 +7,31 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from eventlog.segment import Record
 
 
-class Folder(Protocol):
-    """What a reader needs of the disk log: its folder, and its records past an offset."""
+class Records(Protocol):
+    def records(self, start: int = 0) -> Iterator[Record]: ...
+
+
+class Folder(Records, Protocol):
+    """What the disk reader needs of the disk log: its records, and the folder to watch."""
 
     @property
     def path(self) -> Path: ...
 
-    def records(self, start: int = 0) -> Iterator[Record]: ...
+
+L = TypeVar("L", bound=Records)
 
 
-WATCH_TIMEOUT_MS = 250
+class Cursor(Generic[L]):
+    """A position in a log: ``poll`` returns the records past the last one it returned."""
 
-
-class LogReader:
-    """Reads new records incrementally: for follow mode and catching up views."""
-
-    def __init__(self, log: Folder, start: int = 0) -> None:
+    def __init__(self, log: L, start: int = 0) -> None:
         self.log = log
         self.after = start - 1
-        self._changes: Iterator[object] | None = None
 
     def poll(self, limit: int | None = None) -> list[Record]:
         out: list[Record] = []
@@ -40,6 +41,17 @@ class LogReader:
             if limit is not None and len(out) >= limit:
                 break
         return out
+
+
+WATCH_TIMEOUT_MS = 250
+
+
+class LogReader(Cursor[Folder]):
+    """Reads new records incrementally: for follow mode and catching up views."""
+
+    def __init__(self, log: Folder, start: int = 0) -> None:
+        super().__init__(log, start)
+        self._changes: Iterator[object] | None = None
 
     def wait(
         self, timeout: float, stop: threading.Event | None = None, also: Sequence[Path] = ()

@@ -10,7 +10,9 @@ load the search)::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from base.fronts import lazy_names
 
 if TYPE_CHECKING:
     from query.explain import why_empty
@@ -64,9 +66,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'query' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(_WHERE[name]), name)
+__getattr__ = lazy_names(__name__, _WHERE)

@@ -10,8 +10,10 @@ from types import ModuleType
 import pytest
 
 import backscroll
+import base
 import capture
 import eventlog
+import projector
 import query
 from tests.conftest import REPO
 
@@ -85,7 +87,24 @@ def test_query_exports_its_searcher_phrases_and_renderings() -> None:
     ]
 
 
-@pytest.mark.parametrize("package", [capture, query], ids=lambda p: p.__name__)
+def test_base_exports_the_names_every_layer_uses() -> None:
+    assert base.__all__ == ["BackscrollError", "Config", "Layout", "now_us", "resolve_home"]
+
+
+def test_projector_exports_the_writer_and_the_read_side() -> None:
+    assert projector.__all__ == [
+        "Deletion",
+        "Manifest",
+        "Progress",
+        "Projector",
+        "Scope",
+        "State",
+        "matches",
+        "open_index",
+    ]
+
+
+@pytest.mark.parametrize("package", [base, capture, projector, query], ids=lambda p: p.__name__)
 def test_each_exported_name_is_sorted_and_defined_in_its_package(package: ModuleType) -> None:
     assert _in_ruff_order(package.__all__)
     for name in package.__all__:

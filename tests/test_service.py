@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from backscroll import service
-from backscroll.cli import main
 from backscroll.service import install, uninstall
 from base.errors import BackscrollError
+from tests.helpers import run
 
 SESSION = {
     "DISPLAY": ":1",
@@ -40,20 +40,6 @@ class Manager:
         if self.refuse and self.refuse in " ".join(argv):
             return subprocess.CompletedProcess(list(argv), 1, "", "Failed to connect to bus")
         return subprocess.CompletedProcess(list(argv), 0, "", "")
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    argv = sys.argv
-    sys.argv = ["backscroll", *args]
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    finally:
-        sys.argv = argv
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def tree(folder: Path) -> dict[str, bytes]:
