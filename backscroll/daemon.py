@@ -26,6 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from backscroll import grabs
 from backscroll.heartbeat import Heartbeat, HeartbeatFile, read_heartbeat
 from backscroll.housekeeping import housekeep
 from backscroll.record import Seen, record_frame, remove_orphan_thumbnails
@@ -54,14 +55,13 @@ if TYPE_CHECKING:
     from PIL.Image import Image
 
     from backscroll.crypto import FrameCrypto
-    from capture.probe import Frontmost, Geometry
+    from capture.probe import Frontmost
     from capture.screen import Monitor
 
 log = logging.getLogger("backscroll.daemon")
 
 HOUSEKEEPING_SECONDS = 3600
 RETRY_SECONDS = 5.0
-EVENT_SIGNATURE = (32, 18)  # what the event keeps: 576 bytes, enough to compare later
 
 
 class Daemon:
@@ -113,7 +113,7 @@ class Daemon:
     def run(self) -> None:
         from capture.platform import backends
 
-        _keep_freed_memory()
+        grabs.keep_freed_memory()
         self.backends = backends()
         config = self.config()
         self.backends.ocr.check()
@@ -197,7 +197,7 @@ class Daemon:
             return
         now = time.monotonic()
         reason = self.trigger.due(now, front.app, front.title)
-        if _denied(config, front.app, front.title):
+        if grabs.denied(config, front.app, front.title):
             # Checked before any pixel is read: a denied window is never grabbed. It still
             # becomes the reference, so switching back away from it is an app change.
             if reason is not None:
@@ -268,7 +268,7 @@ class Daemon:
         denied = [
             w.geometry
             for w in visible
-            if w.window_id != front.window_id and _denied(config, w.app, w.title)
+            if w.window_id != front.window_id and grabs.denied(config, w.app, w.title)
         ]
         if denied:
             # Beyond the spec: a password manager beside the active window is blacked out
@@ -291,7 +291,7 @@ class Daemon:
             reason=reason,
             pid=front.pid,
             jpeg=screen.thumbnail(image, config.thumbnail_width, config.thumbnail_quality),
-            signature=_small(sig),
+            signature=grabs.event_signature(sig),
             monitor=(monitor.index, monitor.left, monitor.top, monitor.width, monitor.height),
         )
         crypto = self._crypto(config)
@@ -320,7 +320,7 @@ class Daemon:
         text = ax_text.result()
         if len(text.strip()) >= config.ax_min_chars and config.ocr_backend != "always":
             return text, "ax"
-        region = _window_region(image, front.geometry, monitor)
+        region = grabs.window_region(image, front.geometry, monitor)
         try:
             ocr = self.backends.ocr.text(region)
         except BackscrollError as exc:
@@ -479,53 +479,6 @@ class Daemon:
             self.store.log.append(CaptureResumed(ts_us=now_us(), origin="daemon"))
         else:
             self.store.log.append(CapturePaused(ts_us=now_us(), origin="daemon", reason="hotkey"))
-
-
-def _keep_freed_memory() -> None:
-    """Keep freed memory in the heap instead of giving each 8 MB screenshot buffer back.
-
-    Measured (bench/results/capture.txt): with glibc's defaults every grab page-faulted ~6,000
-    fresh pages and a frame cost 33.6 ms; with these thresholds, 16.0 ms.
-    """
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    if not name:
-        return
-    try:
-        libc = ctypes.CDLL(name)
-        libc.mallopt(-3, 64 << 20)  # M_MMAP_THRESHOLD
-        libc.mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD
-    except (OSError, AttributeError):
-        return  # not glibc: its allocator's defaults stay
-
-
-def _denied(config: Config, app: str, title: str) -> bool:
-    app, title = app.lower(), title.lower()
-    return any(p.lower() in app or p.lower() in title for p in config.deny_apps)
-
-
-def _small(sig: bytes) -> bytes:
-    from PIL import Image
-
-    from capture.screen import SIGNATURE_SIZE
-
-    image = Image.frombytes("L", SIGNATURE_SIZE, sig)
-    return image.resize(EVENT_SIGNATURE, Image.Resampling.BOX).tobytes()
-
-
-def _window_region(image: Image, geometry: Geometry, monitor: Monitor) -> Image:
-    left, top = geometry.x - monitor.left, geometry.y - monitor.top
-    box = (
-        max(0, left),
-        max(0, top),
-        min(image.width, left + geometry.width),
-        min(image.height, top + geometry.height),
-    )
-    if box[2] - box[0] < 8 or box[3] - box[1] < 8:
-        return image
-    return image.crop(box)
 
 
 def run_daemon(home: Path | None, interval: float | None) -> None:

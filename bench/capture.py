@@ -407,10 +407,9 @@ def frame_child(rounds: int, token: str, variant: str) -> list[str]:
     """The child's side: the same desktop, found through the environment it was given."""
     from types import SimpleNamespace
 
-    import backscroll.daemon
+    from backscroll.grabs import keep_freed_memory
 
-    keep_freed_memory = getattr(backscroll.daemon, "_keep_freed_memory", None)
-    if variant == "daemon" and keep_freed_memory is not None:
+    if variant == "daemon":
         keep_freed_memory()  # the first thing Daemon.run does
     display = os.environ["DISPLAY"]
     desk = SimpleNamespace(display=display, env=dict(os.environ), token=token)
@@ -424,6 +423,7 @@ def frame_child(rounds: int, token: str, variant: str) -> list[str]:
 def frame_rows(desk: Desktop, probe: X11Probe, rounds: int, variant: str = "daemon") -> list[str]:
     """The daemon's own capture path timed end to end, then its parts (see the docstring)."""
     import backscroll.daemon
+    import backscroll.grabs
     import backscroll.record
     import capture.redact
     from backscroll.crypto import FrameCrypto
@@ -469,7 +469,7 @@ def frame_rows(desk: Desktop, probe: X11Probe, rounds: int, variant: str = "daem
                 steps.wrap(screen, "signature", "screen.signature")
                 steps.wrap(daemon.backends.ax, "window_text", "AX read (AT-SPI)")
                 steps.wrap(screen, "thumbnail", "screen.thumbnail")
-                steps.wrap(backscroll.daemon, "_small", "event signature 32x18")
+                steps.wrap(backscroll.grabs, "event_signature", "event signature 32x18")
                 steps.wrap_context(daemon.store.log, "batch", "Log.batch (lock, record, fsync)")
                 steps.wrap(backscroll.daemon, "record_frame", "  record_frame")
                 steps.wrap(capture.redact, "redact", "    redact text + title")
