@@ -62,6 +62,7 @@ log = logging.getLogger("backscroll.daemon")
 
 HOUSEKEEPING_SECONDS = 3600
 RETRY_SECONDS = 5.0
+REMEMBERED_WINDOWS = 64  # signatures kept for dedupe, 9 KB each
 
 
 class Daemon:
@@ -86,7 +87,9 @@ class Daemon:
         self._pending: tuple[CaptureReason, Frontmost, float] | None = None
         self._wake = threading.Condition()
         self._busy = False
-        self._last_signature: bytes | None = None
+        # Each window's last frame, for dedupe: a switch back to a window whose screen is
+        # as it was is a duplicate of that window's frame, not of the window left.
+        self._signatures: dict[int, bytes] = {}
         # The probe's one X connection is not thread-safe: the probe loop and the worker
         # (visible windows) took turns without this and, after ~5,000 frames, one hung in
         # the middle of the X protocol.
@@ -196,12 +199,12 @@ class Daemon:
             self.outcome = "no window"
             return
         now = time.monotonic()
-        reason = self.trigger.due(now, front.app, front.title)
+        reason = self.trigger.due(now, front.app, front.title, front.window_id)
         if grabs.denied(config, front.app, front.title):
             # Checked before any pixel is read: a denied window is never grabbed. It still
             # becomes the reference, so switching back away from it is an app change.
             if reason is not None:
-                self.trigger.done(now, front.app, front.title, captured=False)
+                self.trigger.done(now, front.app, front.title, False, front.window_id)
             self.outcome = "denied"
             return
         if reason is None:
@@ -210,7 +213,7 @@ class Daemon:
         # The trigger's reference moves when a capture is scheduled, not when the worker
         # finishes it: otherwise a switch seen while the worker is busy would be judged
         # against a window that is no longer the latest one scheduled.
-        self.trigger.done(now, front.app, front.title, captured=True)
+        self.trigger.done(now, front.app, front.title, True, front.window_id)
         with self._wake:
             if self._pending is not None and self._pending[0] == "app_change":
                 reason = "app_change"  # a newer state of a window just switched to
@@ -277,8 +280,8 @@ class Daemon:
         sig = screen.signature(image)
         if (
             reason != "app_change"
-            and self._last_signature is not None
-            and screen.difference(sig, self._last_signature) < config.dedupe_threshold
+            and (last := self._signatures.get(front.window_id)) is not None
+            and screen.difference(sig, last) < config.dedupe_threshold
         ):
             return "duplicate"
         text, source = self._text(config, front, ax_text, image, monitor)
@@ -297,13 +300,19 @@ class Daemon:
         crypto = self._crypto(config)
         with self.store.log.batch() as batch:
             frame = record_frame(batch, seen, config, crypto, self.home)
-        self._last_signature = sig
+        self._remember(front.window_id, sig)
         self._count("text_sources", source)
         self._count("reasons", reason)
         for kind, n in frame.redactions.items():
             self.redactions[kind] = self.redactions.get(kind, 0) + n
         self.last_reason, self.last_text_source = reason, source
         return "captured"
+
+    def _remember(self, window: int, sig: bytes) -> None:
+        self._signatures.pop(window, None)
+        self._signatures[window] = sig
+        while len(self._signatures) > REMEMBERED_WINDOWS:
+            del self._signatures[next(iter(self._signatures))]  # the least recently captured
 
     def _ax_text(self, pid: int | None) -> str:
         if not pid:

@@ -124,6 +124,24 @@ def test_switching_windows_records_ocr_and_accessibility_text(
         assert seen not in logged, "the daemon's log holds screen text or a title"
 
 
+def test_a_switch_between_two_windows_with_the_same_app_and_title_is_captured(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    first = desktop.open_xterm(["marmoset deployment finished"] * 8, "bash")
+    second = desktop.open_xterm(["quetzal migration failed"] * 8, "bash")
+    desktop.activate(first.window_id)
+    daemon.start()
+    wait_for(lambda: len(daemon.frames()) == 1, "the first window's frame")
+    desktop.activate(second.window_id)
+    wait_for(lambda: len(daemon.frames()) == 2, "the second window's frame")
+    assert daemon.frames()[-1].reason == "title_change"
+    with MemoryStore(daemon.home) as store:
+        assert [h.id for h in store.search("quetzal")] == [daemon.frames()[-1].id]
+    # Back to the first window, as it was: a duplicate of that window's own last frame.
+    desktop.activate(first.window_id)
+    assert len(quiet(daemon)) == 2
+
+
 def test_a_counter_in_the_title_is_ignored_but_new_words_are_captured(
     desktop: Desktop, daemon: Daemon
 ) -> None:
