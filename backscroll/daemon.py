@@ -62,7 +62,6 @@ log = logging.getLogger("backscroll.daemon")
 
 HOUSEKEEPING_SECONDS = 3600
 RETRY_SECONDS = 5.0
-REMEMBERED_WINDOWS = 64  # signatures kept for dedupe, 9 KB each
 
 
 class Daemon:
@@ -87,9 +86,7 @@ class Daemon:
         self._pending: tuple[CaptureReason, Frontmost, float] | None = None
         self._wake = threading.Condition()
         self._busy = False
-        # Each window's last frame, for dedupe: a switch back to a window whose screen is
-        # as it was is a duplicate of that window's frame, not of the window left.
-        self._signatures: dict[int, bytes] = {}
+        self._last_signature: bytes | None = None
         # The probe's one X connection is not thread-safe: the probe loop and the worker
         # (visible windows) took turns without this and, after ~5,000 frames, one hung in
         # the middle of the X protocol.
@@ -280,8 +277,8 @@ class Daemon:
         sig = screen.signature(image)
         if (
             reason != "app_change"
-            and (last := self._signatures.get(front.window_id)) is not None
-            and screen.difference(sig, last) < config.dedupe_threshold
+            and self._last_signature is not None
+            and screen.difference(sig, self._last_signature) < config.dedupe_threshold
         ):
             return "duplicate"
         text, source = self._text(config, front, ax_text, image, monitor)
@@ -300,19 +297,13 @@ class Daemon:
         crypto = self._crypto(config)
         with self.store.log.batch() as batch:
             frame = record_frame(batch, seen, config, crypto, self.home)
-        self._remember(front.window_id, sig)
+        self._last_signature = sig
         self._count("text_sources", source)
         self._count("reasons", reason)
         for kind, n in frame.redactions.items():
             self.redactions[kind] = self.redactions.get(kind, 0) + n
         self.last_reason, self.last_text_source = reason, source
         return "captured"
-
-    def _remember(self, window: int, sig: bytes) -> None:
-        self._signatures.pop(window, None)
-        self._signatures[window] = sig
-        while len(self._signatures) > REMEMBERED_WINDOWS:
-            del self._signatures[next(iter(self._signatures))]  # the least recently captured
 
     def _ax_text(self, pid: int | None) -> str:
         if not pid:
