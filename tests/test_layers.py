@@ -91,3 +91,17 @@ def test_a_module_cycle_inside_a_package_breaks_the_contract(tree: Path) -> None
     result = _lint(tree)
     assert result.returncode != 0
     assert "No module cycles inside a package BROKEN" in result.stdout
+
+
+def test_what_make_install_test_and_run_read_names_nothing_outside_the_clone() -> None:
+    # The peer data the tests use is copied into tests/data; only bench/ may read ../shared.
+    outside = ("../shared", "shared/", "REPO.parent", "parents[1].parent", '"shared"', "'shared'")
+    files = [REPO / "Makefile", REPO / ".ci" / "run", *sorted((REPO / "tests").glob("*.py"))]
+    found = [
+        f"{path.name}: {line.strip()}"
+        for path in files
+        if path.name != "test_layers.py"
+        for line in path.read_text().splitlines()
+        if any(mark in line for mark in outside)
+    ]
+    assert found == []
