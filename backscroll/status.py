@@ -7,7 +7,6 @@ needs this module.
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +18,7 @@ from backscroll.heartbeat import Heartbeat, read_heartbeat
 from backscroll.stats import disk_use, stats
 from backscroll.store import MemoryStore
 from base.clock import now_us
+from base.processes import pid_alive
 from projector.state import Damage, Pause, Weakened
 
 # A heartbeat older than this (with a live pid) means the daemon is stuck, not running.
@@ -208,14 +208,6 @@ def render(info: Status) -> str:
         )
     return "\n".join(lines)
 
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 
@@ -223,7 +215,7 @@ def _daemon_state(home: Path, stopped_pids: set[int]) -> Daemon:
     beat = read_heartbeat(home)
     if beat is None:
         return Daemon(state="not running")
-    if _pid_alive(beat.pid) and beat.pid not in stopped_pids:
+    if pid_alive(beat.pid) and beat.pid not in stopped_pids:
         age = (now_us() - beat.last_tick_us) / 1e6
         state: DaemonState = "running" if age < STALE_TICK_SECONDS else "not responding"
         return Daemon(state=state, beat=beat, tick_age_seconds=round(age, 1))

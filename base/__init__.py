@@ -4,6 +4,7 @@
     base.clock    the clock events are stamped by  base.config  the config and its rules
     base.tokens   the word definition (index and blind tokens)
     base.fs       the file layer every durable write goes through
+    base.processes  whether a pid still runs
 
 Public API (imported lazily: importing ``base`` loads only ``base.fronts``)::
 

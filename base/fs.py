@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from base.errors import DiskFullError, is_disk_full
+from base.processes import pid_alive
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -210,7 +211,7 @@ def sweep_temporaries(folder: Path) -> int:
         return 0
     for name in names:
         pid = _writer_of(name)
-        if pid is not None and not _alive(pid):
+        if pid is not None and not pid_alive(pid):
             _discard(folder / name)
             removed += 1
     return removed
@@ -223,14 +224,6 @@ def _writer_of(name: str) -> int | None:
     pid, _, token = tag.partition("-")
     return int(pid) if pid.isdigit() and len(token) == 16 else None
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
     return True
 
 
