@@ -193,6 +193,7 @@ class Projector:
         """
         plan_path = self.layout.views / PURGE_PLAN
         plan = _load_plan(plan_path)
+        damaged = plan is None and plan_path.exists()
         if plan is None or plan.request != deletion.offset:
             plan = PurgePlan(deletion.offset)
             for _, event in self.log.read(types={FRAME_TYPE}):
@@ -201,7 +202,7 @@ class Projector:
                     plan.months.add(partition_of(event.captured_us))
                     if event.thumb:
                         plan.thumbs.append(event.thumb)
-            if plan_path.exists():
+            if damaged:
                 # A damaged plan may be all that knew which months held the frames, if the
                 # log was compacted before the damage: rebuild every month to be sure.
                 plan.months.update(self.state.partitions)
