@@ -38,8 +38,8 @@ def frame_event(
 
 def import_line(days_ago: float, app: str, title: str, text: str, image: Path | None = None) -> str:
     """One line of ``backscroll import``: a frame seen ``days_ago`` days before the session."""
-    row = {"ts": (NOW - timedelta(days=days_ago)).isoformat(), "app": app, "title": title}
-    row["text"] = text
+    ts = (NOW - timedelta(days=days_ago)).isoformat()
+    row = {"ts": ts, "app": app, "title": title, "text": text}
     if image:
         row["image"] = str(image)
     return json.dumps(row)
