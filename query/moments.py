@@ -13,6 +13,7 @@ A moment ranks where its best hit ranked, and shows that hit's id, snippet and s
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -28,6 +29,8 @@ from query.search import Hit, Searcher
 if TYPE_CHECKING:
     from datetime import datetime
 
+    import tantivy
+
 __all__ = ["SIMILAR", "Moment", "group", "search_moments"]
 
 # 0.65, measured by ``python -m bench.moments`` on 40-line views of the benchmark corpus's
@@ -39,6 +42,10 @@ SIMILAR = 0.65
 # it they are kept apart (a run that long is no longer "one thing seen", and reading it
 # would cost more than the search).
 MOST_BETWEEN = 64
+# The most frames of the log read at once (times and addresses, no documents) from a
+# window's first hit to its last, so its pairs need no search each (a search and its
+# partitions were a third of a grouping's time, one a pair).
+MOST_SPAN = 1024
 # A search for ``limit`` moments asks for ``FETCH`` times as many hits, and again three
 # times as many while too few moments come back, up to ``MOST_HITS``.
 FETCH = 3
@@ -90,9 +97,14 @@ def group(searcher: Searcher, hits: list[Hit]) -> list[Moment]:
     leader = list(range(len(hits)))  # union-find: a moment is named by its best rank
     log = _Log(searcher)
     for ranks in windows.values():
+        if len(ranks) < 2:
+            continue
         ranks.sort(key=lambda r: (hits[r].when, hits[r].id))
+        # The log from the window's first hit to its last, read once when it is short
+        # (addresses and times only); else each pair reads its own stretch.
+        whole = log.stretch(hits[ranks[0]], hits[ranks[-1]], MOST_SPAN)
         for earlier, later in pairwise(ranks):
-            if log.one_run(hits[earlier], hits[later]):
+            if log.one_run(hits[earlier], hits[later], whole):
                 x, y = _root(leader, earlier), _root(leader, later)
                 leader[max(x, y)] = min(x, y)
     moments: dict[int, list[Hit]] = {}
@@ -112,76 +124,116 @@ def _root(leader: list[int], rank: int) -> int:
 
 def similarity(a: str, b: str) -> float:
     """Jaccard similarity of the two texts' word sets (1.0 for two texts without words)."""
-    x, y = set(tokens.words(a)), set(tokens.words(b))
+    return _jaccard(set(tokens.words(a)), set(tokens.words(b)))
+
+
+def _jaccard(x: set[str], y: set[str]) -> float:
     return len(x & y) / len(x | y) if x | y else 1.0
 
 
 class _Frame(NamedTuple):
-    """A frame of the log between two hits, as ``matches`` reads it, with its text."""
+    """A frame of the log between two hits, as ``matches`` reads it, with its words (None:
+    encrypted, and it does not open here)."""
 
     frame_id: int
     captured_us: int
     app: str
     title: str
-    text: str | None
+    words: set[str] | None
+
+
+class _Stretch(NamedTuple):
+    """Frames of the log in time order: their capture times, and where their documents are."""
+
+    times: list[int]
+    places: list[tuple[tantivy.Searcher, tantivy.DocAddress]]
 
 
 class _Log:
-    """The frames between two hits, read from the index once per ``group``."""
+    """The log's frames between two hits, read from the index in time order. One per
+    ``group``: a frame's words are computed once however many pairs it ends."""
 
     def __init__(self, searcher: Searcher) -> None:
         self.searcher = searcher
         self.pending: list[Deletion] | None = None
+        self.words: dict[int, set[str] | None] = {}
+        self.months: dict[tuple[str, str], list[tuple[tantivy.Index, tantivy.Searcher]]] = {}
 
-    def one_run(self, a: Hit, b: Hit) -> bool:
-        """Whether every frame from ``a`` to ``b`` is their window's, each similar enough
-        to the one before."""
-        frames = self._between(a, b)
-        if frames is None:
-            return False
-        window = (a.app, a.title)
-        for before, after in pairwise(frames):
-            if (after.app, after.title) != window or before.text is None or after.text is None:
-                return False
-            if similarity(before.text, after.text) < SIMILAR:
-                return False
-        return True
-
-    def _between(self, a: Hit, b: Hit) -> list[_Frame] | None:
-        """The visible frames from ``a`` to ``b`` inclusive in log order; None when there are
-        more than ``MOST_BETWEEN`` or ``a`` and ``b`` are not both among them."""
+    def stretch(self, a: Hit, b: Hit, most: int) -> _Stretch | None:
+        """The log's frames from ``a`` to ``b`` in time order (their times and where their
+        documents are), or None when there are more than ``most``. One microsecond either
+        side: a hit's time went through a float on its way here."""
         import tantivy
 
-        lo, hi = utc_us(a.when), utc_us(b.when) + 1
-        indexes = self.searcher.views.partitions(partition_of(max(0, lo - 1)), partition_of(hi))
-        if not indexes:
-            return None
-        # One microsecond either side: a hit's time went through a float on its way here.
-        ranged = tantivy.Query.range_query(
-            indexes[0].schema, "ts", tantivy.FieldType.Unsigned, max(0, lo - 1), hi
-        )
-        wanted = MOST_BETWEEN + 2
-        found: list[tuple[int, int, dict[str, Any]]] = []
-        for index in indexes:
-            searcher = index.searcher()
-            hits = searcher.search(ranged, wanted + 1, count=False).hits
-            if len(hits) > wanted:
+        lo, hi = max(0, utc_us(a.when) - 1), utc_us(b.when) + 1
+        times: list[int] = []
+        places: list[tuple[tantivy.Searcher, tantivy.DocAddress]] = []
+        for index, searcher in self._partitions(partition_of(lo), partition_of(hi)):
+            ranged = tantivy.Query.range_query(
+                index.schema, "ts", tantivy.FieldType.Unsigned, lo, hi
+            )
+            order = tantivy.Order.Asc
+            found = searcher.search(
+                ranged, most + 1, count=False, order_by_field="ts", order=order
+            ).hits
+            times += [ts for ts, _ in found]
+            places += [(searcher, address) for _, address in found]
+            if len(times) > most:
                 return None
-            for _, address in hits:
-                d = searcher.doc(address).to_dict()
-                found.append((d["ts"][0], d["id"][0], d))
-        if len(found) > wanted:
-            return None
-        found.sort(key=lambda f: (f[0], f[1]))
-        ids = [frame_id for _, frame_id, _ in found]
-        if a.id not in ids or b.id not in ids:
-            return None
-        frames = [self._frame(d) for _, _, d in found[ids.index(a.id) : ids.index(b.id) + 1]]
-        return [f for f in frames if self._visible(f)]
+        return _Stretch(times, places)
+
+    def one_run(self, a: Hit, b: Hit, whole: _Stretch | None) -> bool:
+        """Whether every visible frame from ``a`` to ``b`` is their window's, each similar
+        enough to the one before. Read in time order, a frame at a time, up to the first
+        that is not: two frames of a window left in between cost a few documents, not the
+        whole stretch between them."""
+        wanted = MOST_BETWEEN + 2
+        if whole is None:
+            part = self.stretch(a, b, wanted)
+            if part is None:
+                return False
+            places = part.places
+        else:
+            lo, hi = max(0, utc_us(a.when) - 1), utc_us(b.when) + 1
+            first = bisect_left(whole.times, lo)
+            places = whole.places[first : bisect_right(whole.times, hi)]
+            if len(places) > wanted:
+                return False
+        window = (a.app, a.title)
+        before: set[str] | None = None
+        for searcher, address in places:  # months in order, each in time order
+            frame = self._frame(searcher.doc(address).to_dict())
+            if before is None:
+                if frame.frame_id == a.id:
+                    before = frame.words
+                    if before is None:
+                        return False
+                continue  # in the microsecond before ``a``
+            if not self._visible(frame):
+                continue
+            if (frame.app, frame.title) != window or frame.words is None:
+                return False
+            if _jaccard(before, frame.words) < SIMILAR:
+                return False
+            if frame.frame_id == b.id:
+                return True
+            before = frame.words
+        return False
+
+    def _partitions(self, lo: str, hi: str) -> list[tuple[tantivy.Index, tantivy.Searcher]]:
+        """The months from ``lo`` to ``hi`` with a searcher each, opened once a ``group``."""
+        if (lo, hi) not in self.months:
+            indexes = self.searcher.views.partitions(lo, hi)
+            self.months[lo, hi] = [(index, index.searcher()) for index in indexes]
+        return self.months[lo, hi]
 
     def _frame(self, d: dict[str, Any]) -> _Frame:
+        frame_id = d["id"][0]
         *_, app, title = frame_meta(bytes(d["meta"][0]))
-        return _Frame(d["id"][0], d["ts"][0], app, title, self._text(d))
+        if frame_id not in self.words:
+            text = self._text(d)
+            self.words[frame_id] = None if text is None else set(tokens.words(text))
+        return _Frame(frame_id, d["ts"][0], app, title, self.words[frame_id])
 
     def _text(self, d: dict[str, Any]) -> str | None:
         """The frame's text; None for an encrypted frame that does not open here."""

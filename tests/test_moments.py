@@ -181,3 +181,21 @@ def test_the_memory_tool_keeps_every_frame_id_of_a_moment(store: MemoryStore) ->
     terminal = next(m for m in matches if len(m["frame_ids"]) == 10)
     assert terminal["first_seen"] == terminal["seen"][0] < terminal["last_seen"]
     assert "10 frames)" in result.output
+
+
+def test_a_window_whose_hits_span_a_long_stretch_reads_it_pair_by_pair(
+    backscroll_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import query.moments
+
+    rows = [
+        *tail_session(count=3),
+        line(3.5, "Slack", "general", "lunch?"),
+        *tail_session(first=3, count=3, at=4),
+    ]
+    with MemoryStore() as store:
+        import_frames(store, rows)
+        whole = sorted(len(m.frames) for m in store.moments("unpacking"))
+        monkeypatch.setattr(query.moments, "MOST_SPAN", 2)  # fewer than the window's frames
+        pairwise = sorted(len(m.frames) for m in store.moments("unpacking"))
+    assert whole == pairwise == [3, 3]
