@@ -23,7 +23,8 @@ and man pages in a terminal), read on this machine with its seed 1.
    more cut from random frames. For each: ``MemoryStore.search(q, limit=15)`` (before: one
    hit a frame) and ``MemoryStore.moments(q, limit=15)`` (after), counting the distinct true
    moments each answer shows, the answers that merged frames of different true moments
-   (a moment across another window must never happen), and the time each took.
+   (a moment across another window must never happen), and the time each took, beside a
+   plain search for as many hits as the grouping asks for (``FETCH`` x 15).
 
 Writes ``bench/results/moments.txt``.
 """
@@ -182,6 +183,7 @@ def queries(frames: list[Frame], count: int) -> list[str]:
 
 def before_after(sources: list[tuple[str, str, list[str]]], frames: int, count: int) -> None:
     from backscroll.store import MemoryStore
+    from query.moments import FETCH
 
     made = session(sources, frames)
     with tempfile.TemporaryDirectory(prefix="bench-moments-") as folder:
@@ -201,18 +203,21 @@ def before_after(sources: list[tuple[str, str, list[str]]], frames: int, count: 
             for q in asked[:10]:  # warm-up
                 store.search(q, limit=LIMIT)
                 store.moments(q, limit=LIMIT)
-            times: dict[str, list[float]] = {"before": [], "after": []}
+            times: dict[str, list[float]] = {"before": [], "after": [], "wide": []}
             distinct: dict[str, list[int]] = {"before": [], "after": [], "matching": []}
             shown: list[int] = []
-            mixed = full = 0
+            mixed = full = split = 0
             for q in asked:
                 t0 = time.perf_counter()
                 hits = store.search(q, limit=LIMIT)
                 t1 = time.perf_counter()
                 moments = store.moments(q, limit=LIMIT)
                 t2 = time.perf_counter()
+                store.search(q, limit=LIMIT * FETCH)
+                t3 = time.perf_counter()
                 times["before"].append((t1 - t0) * 1000)
                 times["after"].append((t2 - t1) * 1000)
+                times["wide"].append((t3 - t2) * 1000)
                 if len(hits) < LIMIT:
                     continue  # fewer than 15 frames match: nothing to crowd out
                 full += 1
@@ -222,6 +227,8 @@ def before_after(sources: list[tuple[str, str, list[str]]], frames: int, count: 
                 distinct["after"].append(len({truth[m.hit.id] for m in moments}))
                 shown.append(sum(len(m.frames) for m in moments))
                 mixed += sum(len({truth[f.id] for f in m.frames}) > 1 for m in moments)
+                labels = [truth[m.hit.id] for m in moments]
+                split += len(labels) - len(set(labels))
     say(f"{len(asked)} queries (1 and 2 words); {full} have 15 or more matching frames")
     say()
     say("distinct true moments in a 15-hit answer (queries with >= 15 matching frames)")
@@ -239,11 +246,15 @@ def before_after(sources: list[tuple[str, str, list[str]]], frames: int, count: 
         )
     say(f"frames the 15 moments hold: mean {statistics.mean(shown):.1f}, max {max(shown)}")
     say(f"moments holding frames of more than one true moment: {mixed}")
+    say(f"moments that are another moment's true moment again (split apart): {split}")
     say("(matching: the true moments among all of a query's matching frames, up to 1000)")
     say()
     say(f"ms per query ({len(asked)} queries)   {HEADER}")
     say(f"{'before: search':28s} {cells(times['before'])}")
     say(f"{'after: moments':28s} {cells(times['after'])}")
+    say(f"{f'search, {LIMIT * FETCH} hits (no grouping)':28s} {cells(times['wide'])}")
+    ratio = statistics.median(times["after"]) / statistics.median(times["before"])
+    say(f"p50 after / before: {ratio:.1f}x")
 
 
 def main() -> None:

@@ -3,10 +3,11 @@ changed come back as one answer, with every frame's id and the times it was seen
 frames of the same terminal do not fill an answer.
 
 Two hits are one moment when they have the same app name and window title and every frame of
-the log from one to the other (matching the query or not) is that window's too, each barely
-changed from the frame before it. "Barely changed" is a word-set Jaccard similarity of at
-least ``SIMILAR`` between the frames' texts (the words the index sees, as sets: robust to a
-line scrolled off or appended, cheap on 20,000-character texts where difflib is quadratic).
+the log from one to the other (matching the query or not, in the order they were captured)
+is that window's too, each barely changed from the frame before it. "Barely changed" is a
+word-set Jaccard similarity of at least ``SIMILAR`` between the frames' texts (the words the
+index sees, as sets: robust to a line scrolled off or appended, and cheap on 20,000-character
+texts, where difflib's ratio is quadratic).
 
 A moment ranks where its best hit ranked, and shows that hit's id, snippet and score.
 """
@@ -34,20 +35,18 @@ if TYPE_CHECKING:
 __all__ = ["SIMILAR", "Moment", "group", "search_moments"]
 
 # 0.65, measured by ``python -m bench.moments`` on 40-line views of the benchmark corpus's
-# real texts: a view scrolled by 1-5 lines kept >= 0.70 in 99% of cases (median 0.91), a
-# few words typed >= 0.90; the next page of the same document stayed below 0.62 in 99%
-# (median 0.23), another document of the same app below 0.52.
+# real texts (bench/results/moments.txt): a view scrolled by 1-5 lines scored >= 0.65 in
+# 99.5% of 1,970 pairs (median 0.91), a few words typed in 99.9%; the next page of the same
+# document in 0.8% (median 0.23), half a screen further in 8%, another document in none.
+# At 0.70 the scrolls kept fell to 98.3%; at 0.60 the pages merged rose to 1.0%.
 SIMILAR = 0.65
-# The most frames read between two hits of one window to decide they are one moment: past
-# it they are kept apart (a run that long is no longer "one thing seen", and reading it
-# would cost more than the search).
+# The most events of the log between two hits of one window (frames that did not match, of
+# that window) for them to be one moment: past it they are kept apart (a run that long is no
+# longer "one thing seen", and reading it would cost more than the search).
 MOST_BETWEEN = 64
-# The most frames of the log read at once (times and addresses, no documents) from a
-# window's first hit to its last, so its pairs need no search each (a search and its
-# partitions were a third of a grouping's time, one a pair).
-MOST_SPAN = 1024
 # A search for ``limit`` moments asks for ``FETCH`` times as many hits, and again three
-# times as many while too few moments come back, up to ``MOST_HITS``.
+# times as many while too few moments come back, up to ``MOST_HITS``: on the benchmark's
+# store, 15 moments held 40 frames on average (at most 80).
 FETCH = 3
 MOST_HITS = 3000
 
@@ -95,18 +94,15 @@ def group(searcher: Searcher, hits: list[Hit]) -> list[Moment]:
     for rank, hit in enumerate(hits):
         windows.setdefault((hit.app, hit.title), []).append(rank)
     leader = list(range(len(hits)))  # union-find: a moment is named by its best rank
-    log = _Log(searcher)
+    pairs: list[tuple[int, int]] = []  # each window's hits, each with the next in time
     for ranks in windows.values():
-        if len(ranks) < 2:
-            continue
         ranks.sort(key=lambda r: (hits[r].when, hits[r].id))
-        # The log from the window's first hit to its last, read once when it is short
-        # (addresses and times only); else each pair reads its own stretch.
-        whole = log.stretch(hits[ranks[0]], hits[ranks[-1]], MOST_SPAN)
-        for earlier, later in pairwise(ranks):
-            if log.one_run(hits[earlier], hits[later], whole):
-                x, y = _root(leader, earlier), _root(leader, later)
-                leader[max(x, y)] = min(x, y)
+        pairs += pairwise(ranks)
+    log = _Log(searcher, [(hits[a], hits[b]) for a, b in pairs])
+    for earlier, later in pairs:
+        if log.one_run(hits[earlier], hits[later]):
+            x, y = _root(leader, earlier), _root(leader, later)
+            leader[max(x, y)] = min(x, y)
     moments: dict[int, list[Hit]] = {}
     for rank, hit in enumerate(hits):
         moments.setdefault(_root(leader, rank), []).append(hit)
@@ -142,73 +138,63 @@ class _Frame(NamedTuple):
     words: set[str] | None
 
 
-class _Stretch(NamedTuple):
-    """Frames of the log in time order: their capture times, and where their documents are."""
-
-    times: list[int]
-    places: list[tuple[tantivy.Searcher, tantivy.DocAddress]]
-
-
 class _Log:
-    """The log's frames between two hits, read from the index in time order. One per
-    ``group``: a frame's words are computed once however many pairs it ends."""
+    """The log's frames between the hits of each pair, in log order, read from the index
+    for all pairs in one search a month. A frame's words are computed once."""
 
-    def __init__(self, searcher: Searcher) -> None:
+    def __init__(self, searcher: Searcher, pairs: list[tuple[Hit, Hit]]) -> None:
         self.searcher = searcher
         self.pending: list[Deletion] | None = None
         self.words: dict[int, set[str] | None] = {}
-        self.months: dict[tuple[str, str], list[tuple[tantivy.Index, tantivy.Searcher]]] = {}
+        # A frame's id is its offset in the log, and offsets count events one by one: more
+        # than MOST_BETWEEN offsets apart, more than MOST_BETWEEN events came between, and
+        # the pair is apart without reading anything.
+        self.short = {(a.id, b.id) for a, b in pairs if 0 < b.id - a.id <= MOST_BETWEEN + 1}
+        self.ids: list[int] = []
+        self.places: list[tuple[tantivy.Searcher, tantivy.DocAddress]] = []
+        near = [(a, b) for a, b in pairs if (a.id, b.id) in self.short]
+        if near:
+            self._read(near)
 
-    def stretch(self, a: Hit, b: Hit, most: int) -> _Stretch | None:
-        """The log's frames from ``a`` to ``b`` in time order (their times and where their
-        documents are), or None when there are more than ``most``. One microsecond either
-        side: a hit's time went through a float on its way here."""
+    def _read(self, pairs: list[tuple[Hit, Hit]]) -> None:
+        """Where the frames from each pair's first hit to its second are, in log order."""
         import tantivy
 
-        lo, hi = max(0, utc_us(a.when) - 1), utc_us(b.when) + 1
-        times: list[int] = []
-        places: list[tuple[tantivy.Searcher, tantivy.DocAddress]] = []
-        for index, searcher in self._partitions(partition_of(lo), partition_of(hi)):
-            ranged = tantivy.Query.range_query(
-                index.schema, "ts", tantivy.FieldType.Unsigned, lo, hi
-            )
+        lo = partition_of(min(utc_us(a.when) for a, _ in pairs))
+        hi = partition_of(max(utc_us(b.when) for _, b in pairs))
+        most = sum(b.id - a.id + 1 for a, b in pairs)  # at least all of them
+        found: list[tuple[int, tantivy.Searcher, tantivy.DocAddress]] = []
+        for index in self.searcher.views.partitions(lo, hi):
+            searcher = index.searcher()
+            unsigned, should = tantivy.FieldType.Unsigned, tantivy.Occur.Should
+            ranges = [
+                (should, tantivy.Query.range_query(index.schema, "id", unsigned, a.id, b.id))
+                for a, b in pairs
+            ]
+            within = tantivy.Query.boolean_query(ranges)
             order = tantivy.Order.Asc
-            found = searcher.search(
-                ranged, most + 1, count=False, order_by_field="ts", order=order
-            ).hits
-            times += [ts for ts, _ in found]
-            places += [(searcher, address) for _, address in found]
-            if len(times) > most:
-                return None
-        return _Stretch(times, places)
+            result = searcher.search(within, most, count=False, order_by_field="id", order=order)
+            found += [(frame_id, searcher, address) for frame_id, address in result.hits]
+        found.sort(key=lambda f: f[0])  # a frame captured late may sit in an earlier month
+        self.ids = [frame_id for frame_id, _, _ in found]
+        self.places = [(searcher, address) for _, searcher, address in found]
 
-    def one_run(self, a: Hit, b: Hit, whole: _Stretch | None) -> bool:
-        """Whether every visible frame from ``a`` to ``b`` is their window's, each similar
-        enough to the one before. Read in time order, a frame at a time, up to the first
-        that is not: two frames of a window left in between cost a few documents, not the
-        whole stretch between them."""
-        wanted = MOST_BETWEEN + 2
-        if whole is None:
-            part = self.stretch(a, b, wanted)
-            if part is None:
-                return False
-            places = part.places
-        else:
-            lo, hi = max(0, utc_us(a.when) - 1), utc_us(b.when) + 1
-            first = bisect_left(whole.times, lo)
-            places = whole.places[first : bisect_right(whole.times, hi)]
-            if len(places) > wanted:
-                return False
+    def one_run(self, a: Hit, b: Hit) -> bool:
+        """Whether every visible frame of the log from ``a`` to ``b`` is their window's,
+        each similar enough to the one before. Read in order, a frame at a time, up to the
+        first that is not: two frames of a window left in between cost a document or two."""
+        if (a.id, b.id) not in self.short:
+            return False
+        stretch = self.places[bisect_left(self.ids, a.id) : bisect_right(self.ids, b.id)]
         window = (a.app, a.title)
         before: set[str] | None = None
-        for searcher, address in places:  # months in order, each in time order
+        for searcher, address in stretch:
             frame = self._frame(searcher.doc(address).to_dict())
-            if before is None:
-                if frame.frame_id == a.id:
-                    before = frame.words
-                    if before is None:
-                        return False
-                continue  # in the microsecond before ``a``
+            if before is None:  # ``a`` comes first
+                before = frame.words
+                if before is None:
+                    return False
+                continue
             if not self._visible(frame):
                 continue
             if (frame.app, frame.title) != window or frame.words is None:
@@ -219,13 +205,6 @@ class _Log:
                 return True
             before = frame.words
         return False
-
-    def _partitions(self, lo: str, hi: str) -> list[tuple[tantivy.Index, tantivy.Searcher]]:
-        """The months from ``lo`` to ``hi`` with a searcher each, opened once a ``group``."""
-        if (lo, hi) not in self.months:
-            indexes = self.searcher.views.partitions(lo, hi)
-            self.months[lo, hi] = [(index, index.searcher()) for index in indexes]
-        return self.months[lo, hi]
 
     def _frame(self, d: dict[str, Any]) -> _Frame:
         frame_id = d["id"][0]

@@ -183,19 +183,20 @@ def test_the_memory_tool_keeps_every_frame_id_of_a_moment(store: MemoryStore) ->
     assert "10 frames)" in result.output
 
 
-def test_a_window_whose_hits_span_a_long_stretch_reads_it_pair_by_pair(
+def test_frames_between_two_hits_count_and_past_the_bound_keep_them_apart(
     backscroll_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import query.moments
 
+    title = "root@build: tail -f"
     rows = [
-        *tail_session(count=3),
-        line(3.5, "Slack", "general", "lunch?"),
-        *tail_session(first=3, count=3, at=4),
+        line(0, "Terminal", title, log_view(40) + " needle"),
+        line(1, "Terminal", title, log_view(41)),  # not a match, barely changed
+        line(2, "Terminal", title, log_view(42) + " needle"),
     ]
     with MemoryStore() as store:
         import_frames(store, rows)
-        whole = sorted(len(m.frames) for m in store.moments("unpacking"))
-        monkeypatch.setattr(query.moments, "MOST_SPAN", 2)  # fewer than the window's frames
-        pairwise = sorted(len(m.frames) for m in store.moments("unpacking"))
-    assert whole == pairwise == [3, 3]
+        [moment] = store.moments("needle")
+        assert len(moment.frames) == 2
+        monkeypatch.setattr(query.moments, "MOST_BETWEEN", 0)  # the frame between is one too many
+        assert [len(m.frames) for m in store.moments("needle")] == [1, 1]
