@@ -1,7 +1,10 @@
 """Search answers as moments: the similarity threshold, and how many distinct moments a
 15-hit answer holds before and after grouping, on a store of real text.
 
-    cd /work/wt/answers && .venv/bin/python -m bench.moments [--frames 8000] [--queries 200]
+    .venv/bin/python -m bench.moments [--frames 8000] [--queries 200]
+
+(in a clone that is not beside ``../shared``, such as a git worktree, name the corpus tool:
+``BACKSCROLL_CORPUS_TOOL=/path/to/shared/corpus/screen_corpus.py``)
 
 About two minutes. Text: the pools of ``../shared/corpus/screen_corpus.py`` (Python source
 in an editor, Debian changelogs and licences in a browser and a document viewer, dpkg/apt logs
