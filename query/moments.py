@@ -94,9 +94,9 @@ def group(searcher: Searcher, hits: list[Hit]) -> list[Moment]:
     for rank, hit in enumerate(hits):
         windows.setdefault((hit.app, hit.title), []).append(rank)
     leader = list(range(len(hits)))  # union-find: a moment is named by its best rank
-    pairs: list[tuple[int, int]] = []  # each window's hits, each with the next in time
+    pairs: list[tuple[int, int]] = []  # each window's hits, each with the next in the log
     for ranks in windows.values():
-        ranks.sort(key=lambda r: (hits[r].when, hits[r].id))
+        ranks.sort(key=lambda r: hits[r].id)
         pairs += pairwise(ranks)
     log = _Log(searcher, [(hits[a], hits[b]) for a, b in pairs])
     for earlier, later in pairs:

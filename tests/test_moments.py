@@ -200,3 +200,12 @@ def test_frames_between_two_hits_count_and_past_the_bound_keep_them_apart(
         assert len(moment.frames) == 2
         monkeypatch.setattr(query.moments, "MOST_BETWEEN", 0)  # the frame between is one too many
         assert [len(m.frames) for m in store.moments("needle")] == [1, 1]
+
+
+def test_encrypted_frames_group_by_their_decrypted_text(backscroll_home: Path) -> None:
+    with MemoryStore() as store:
+        store.set_config(encrypt_text=True)
+        import_frames(store, [*tail_session(count=4), line(5, "Code", "a.py", other_text(2))])
+        assert all(h.encrypted for h in store.timeline())
+        [terminal, code] = sorted(store.moments("unpacking"), key=lambda m: -len(m.frames))
+    assert len(terminal.frames) == 4 and code.hit.app == "Code"
