@@ -209,3 +209,30 @@ def test_encrypted_frames_group_by_their_decrypted_text(backscroll_home: Path) -
         assert all(h.encrypted for h in store.timeline())
         [terminal, code] = sorted(store.moments("unpacking"), key=lambda m: -len(m.frames))
     assert len(terminal.frames) == 4 and code.hit.app == "Code"
+
+
+def test_a_moment_seen_across_midnight_shows_both_dates() -> None:
+    from datetime import datetime
+
+    from query.moments import Moment
+    from query.render import seen_text
+    from query.search import Hit
+
+    def hit(frame_id: int, when: datetime) -> Hit:
+        return Hit(
+            id=frame_id,
+            when=when,
+            app="Terminal",
+            title="bash",
+            text_source="ocr",
+            encrypted=False,
+            reason="interval",
+        )
+
+    day = datetime(2026, 11, 30, 23, 58, 30).astimezone()
+    before, after = hit(1, day), hit(2, day + timedelta(minutes=3))
+    assert seen_text(Moment(hit=before, frames=[before, after])) == (
+        "2026-11-30 23:58:30 – 2026-12-01 00:01:30"
+    )
+    same_day = hit(3, day - timedelta(minutes=8))
+    assert seen_text(Moment(hit=before, frames=[same_day, before])) == "23:50:30–23:58:30"
