@@ -157,7 +157,10 @@ class _Log:
             self._read(near)
 
     def _read(self, pairs: list[tuple[Hit, Hit]]) -> None:
-        """Where the frames from each pair's first hit to its second are, in log order."""
+        """Where the frames from each pair's first hit to its second are, in log order.
+        They are looked for in the months from the first hit's to the second's: capture
+        appends frames in time order (an import of frames out of time order could put one
+        between them in the log and in another month, and it would not be seen)."""
         import tantivy
 
         lo = partition_of(min(utc_us(a.when) for a, _ in pairs))
