@@ -355,13 +355,13 @@ def _show_results(store: Path, echo: Callable[[str], object]) -> DemoReport:
         echo(f"$ backscroll timeline --home {_q(store)}")
         echo(timeline_text(frames, None, None, None))
         for query in ("ECONNREFUSED", '"INV-20417"', "deployed staging", SECRET_WORD, "KeePassXC"):
-            hits = memory.search(query)
-            report.found[query] = len(hits)
-            if hits and report.example_id is None:
-                report.example_id = hits[0].id
+            moments = memory.moments(query)
+            report.found[query] = len(moments)
+            if moments and report.example_id is None:
+                report.example_id = moments[0].hit.id
             echo("")
             echo(f"$ backscroll search {_q(query)} --home {_q(store)}")
-            echo(search_text(query, hits, None, None, None))
+            echo(search_text(query, moments, None, None, None))
     report.files_with_secret = files_containing(store, SECRET_WORD)
     echo("")
     if report.denied_frames == 0 and not report.files_with_secret:

@@ -37,6 +37,7 @@ from mcp.types import Tool as ToolInfo
 from pydantic import BaseModel, Field, PlainValidator, ValidationError
 from pydantic_core import PydanticCustomError
 
+from backscroll.mcp_schemas import output_schema
 from backscroll.screen_memory import (
     CONTEXT_MAX_MINUTES,
     CONTEXT_MINUTES,
@@ -131,6 +132,10 @@ class BackscrollServer(MCPServer):
         tools = await super().list_tools()
         for tool in tools:
             tool.input_schema = {**tool.input_schema, "additionalProperties": False}
+            # Declared here rather than derived from a return annotation: a tool returns the
+            # CallToolResult it built (text, images, structured content), and one schema
+            # names each action's answer and a refusal (see ``backscroll/mcp_schemas.py``).
+            tool.output_schema = output_schema(tool.name)
         return tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
@@ -429,15 +434,24 @@ def can_elicit(ctx: Context) -> bool:
 
 
 def to_mcp(result: ToolResult) -> CallToolResult:
-    """Text first, then each image attachment as image content; metadata as structured."""
+    """The text first (the spec's rendering), then each image attachment as image content,
+    then the metadata as JSON text: the same JSON as the structured content, for clients
+    that read only text (MCP asks for it alongside ``structuredContent``). A refusal is its
+    one line of text alone."""
     content: list[ContentBlock] = [TextContent(type="text", text=result.output)]
     for attachment in result.attachments:
         if attachment.media_type.startswith("image/"):
             data = base64.b64encode(attachment.data).decode()
             content.append(ImageContent(type="image", data=data, mime_type=attachment.media_type))
+    if not result.is_error:
+        content.append(TextContent(type="text", text=_json(result.metadata)))
     return CallToolResult(
         content=content, structured_content=result.metadata, is_error=result.is_error
     )
+
+
+def _json(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False)
 
 
 async def _json_tool(work: Callable[[], dict[str, Any]]) -> CallToolResult:
@@ -447,8 +461,9 @@ async def _json_tool(work: Callable[[], dict[str, Any]]) -> CallToolResult:
         data = await asyncio.to_thread(work)
     except BackscrollError as exc:
         return to_mcp(error(str(exc)))
-    text = json.dumps(data, indent=2, ensure_ascii=False)
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+    return CallToolResult(
+        content=[TextContent(type="text", text=_json(data))], structured_content=data
+    )
 
 
 def serve(home: Home = None, *, allow_manage: bool = False, allow_export: bool = False) -> None:

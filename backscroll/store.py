@@ -35,6 +35,7 @@ from query.views import ViewReader
 
 if TYPE_CHECKING:
     from backscroll.crypto import FrameCrypto
+    from query.moments import Moment
 
 CONFIG_FILE = "config.json"
 CONFIG_HASH = "config.sha256"
@@ -169,6 +170,20 @@ class MemoryStore:
         limit: int = 15,
     ) -> list[Hit]:
         return self.searcher().search(query, TimeSpan(start, end), app, limit)
+
+    def moments(
+        self,
+        query: str,
+        *,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        app: str | None = None,
+        limit: int = 15,
+    ) -> list[Moment]:
+        """``search``, near-duplicate frames of one window grouped: ``limit`` moments."""
+        from query.moments import search_moments
+
+        return search_moments(self.searcher(), query, TimeSpan(start, end), app, limit)
 
     def timeline(
         self,

@@ -35,6 +35,7 @@ from base.errors import BackscrollError, UsageError
 
 if TYPE_CHECKING:
     from backscroll.store import MemoryStore
+    from query.moments import Moment
     from query.search import Hit
 
 T = TypeVar("T")
@@ -136,17 +137,18 @@ class MemoryTool(_Tool):
             raise UsageError("search needs a query")
         start, end = resolve_window(p.since, p.until)
         with self._store() as store:
-            hits = store.search(p.query, start=start, end=end, app=p.app, limit=p.limit)
-            exact = bool(hits) and not hits[0].near_miss
+            moments = store.moments(p.query, start=start, end=end, app=p.app, limit=p.limit)
+            exact = bool(moments) and not moments[0].hit.near_miss
             why = None if exact else store.why_empty(start, end, p.app)
         meta = _scope(start, end, p.app) | {
             "action": "search",
             "query": p.query,
-            "ids": [h.id for h in hits],
-            "matches": [hit_dict(h) for h in hits],
+            "ids": [m.hit.id for m in moments],
+            "matches": [moment_dict(m) for m in moments],
             "why_empty": why,
         }
-        return ToolResult(output=search_text(p.query, hits, start, end, p.app, why), metadata=meta)
+        output = search_text(p.query, moments, start, end, p.app, why)
+        return ToolResult(output=output, metadata=meta)
 
     def _show(self, p: Params) -> ToolResult:
         from query.render import show_text
@@ -382,7 +384,7 @@ def hit_dict(hit: Hit) -> dict[str, Any]:
     """A frame's metadata for a result, JSON-safe; the text only when it was read in full."""
     data: dict[str, Any] = {
         "id": hit.id,
-        "time": hit.when.astimezone().isoformat(timespec="seconds"),
+        "time": _time(hit.when),
         "app": hit.app,
         "title": hit.title,
         "text_source": hit.text_source,
@@ -397,6 +399,21 @@ def hit_dict(hit: Hit) -> dict[str, Any]:
     if hit.near_miss:
         data["near_miss"] = True
     return data
+
+
+def moment_dict(moment: Moment) -> dict[str, Any]:
+    """A search match: its best frame's metadata, and every frame of the moment (ids and
+    times, in time order)."""
+    return hit_dict(moment.hit) | {
+        "frame_ids": moment.frame_ids,
+        "seen": [_time(f.when) for f in moment.frames],
+        "first_seen": _time(moment.first_seen),
+        "last_seen": _time(moment.last_seen),
+    }
+
+
+def _time(when: datetime) -> str:
+    return when.astimezone().isoformat(timespec="seconds")
 
 
 def _scope(start: datetime | None, end: datetime | None, app: str | None) -> dict[str, Any]:

@@ -31,7 +31,10 @@ from typing import Any
 from bench._stats import percentile
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS_TOOL = REPO.parent / "shared" / "corpus" / "screen_corpus.py"
+# $BACKSCROLL_CORPUS_TOOL: a clone that is not beside ``shared/`` (a git worktree) names it.
+CORPUS_TOOL = Path(
+    os.environ.get("BACKSCROLL_CORPUS_TOOL", REPO.parent / "shared" / "corpus" / "screen_corpus.py")
+)
 DATA = Path(os.environ.get("BACKSCROLL_BENCH_DATA", "/work/bench-data"))
 BUILD_INFO = "build.json"
 LIBRARY = ("eventlog", "projector", "query", "backscroll", "capture")

@@ -6,6 +6,7 @@ load the search)::
 
     from query import Searcher, TimeSpan, ViewReader, parse_when
     hits = Searcher(ViewReader(home)).search("invoice", TimeSpan(*parse_when("last week")))
+    moments = search_moments(Searcher(ViewReader(home)), "invoice")  # near-duplicates grouped
 """
 
 from __future__ import annotations
@@ -16,9 +17,18 @@ from base.fronts import lazy_names
 
 if TYPE_CHECKING:
     from query.explain import why_empty
+    from query.moments import Moment, search_moments
     from query.parse import Term, parse_query
     from query.phrases import ACCEPTED_FORMS, parse_when, resolve_window
-    from query.render import group_hits, search_text, show_text, stamp, timeline_text, window_text
+    from query.render import (
+        group_hits,
+        search_text,
+        seen_text,
+        show_text,
+        stamp,
+        timeline_text,
+        window_text,
+    )
     from query.search import Decrypt, Hit, Searcher, TimeSpan
     from query.snippets import snippet
     from query.views import ViewReader
@@ -27,6 +37,7 @@ __all__ = [
     "ACCEPTED_FORMS",
     "Decrypt",
     "Hit",
+    "Moment",
     "Searcher",
     "Term",
     "TimeSpan",
@@ -35,7 +46,9 @@ __all__ = [
     "parse_query",
     "parse_when",
     "resolve_window",
+    "search_moments",
     "search_text",
+    "seen_text",
     "show_text",
     "snippet",
     "stamp",
@@ -48,6 +61,7 @@ _WHERE = {
     "ACCEPTED_FORMS": "query.phrases",
     "Decrypt": "query.search",
     "Hit": "query.search",
+    "Moment": "query.moments",
     "Searcher": "query.search",
     "Term": "query.parse",
     "TimeSpan": "query.search",
@@ -56,7 +70,9 @@ _WHERE = {
     "parse_query": "query.parse",
     "parse_when": "query.phrases",
     "resolve_window": "query.phrases",
+    "search_moments": "query.moments",
     "search_text": "query.render",
+    "seen_text": "query.render",
     "show_text": "query.render",
     "snippet": "query.snippets",
     "stamp": "query.render",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from query.moments import Moment
 from query.search import Hit
 
 
@@ -25,23 +26,38 @@ def _heading(what: str, start: datetime | None, end: datetime | None, app: str |
 
 def search_text(
     query: str,
-    hits: list[Hit],
+    moments: list[Moment],
     start: datetime | None,
     end: datetime | None,
     app: str | None,
     why_empty: str | None = None,
 ) -> str:
-    count = f"{len(hits)} match(es), best first:"
-    if hits and hits[0].near_miss:
-        count = f"0 match(es) with every term; {len(hits)} near miss(es) with some, best first:"
+    """One entry per moment: its best frame, and when a moment holds several frames, the
+    times they were seen and how many."""
+    count = f"{len(moments)} match(es), best first:"
+    if moments and moments[0].hit.near_miss:
+        count = f"0 match(es) with every term; {len(moments)} near miss(es) with some, best first:"
     lines = [_heading(f"search '{query}'", start, end, app), count]
-    for hit in hits:
-        lines.append(f"  #{hit.id:<6} {stamp(hit.when)}  [{hit.app}] — {hit.title}")
+    for moment in moments:
+        hit = moment.hit
+        line = f"  #{hit.id:<6} {stamp(hit.when)}  [{hit.app}] — {hit.title}"
+        if len(moment.frames) > 1:
+            line += f"  (seen {seen_text(moment)}, {len(moment.frames)} frames)"
+        lines.append(line)
         if hit.snippet:
             lines.append(f"          {hit.snippet}")
     if why_empty:
         lines.append(f"  {why_empty}")
     return "\n".join(lines)
+
+
+def seen_text(moment: Moment) -> str:
+    """``10:02:05–10:17:40``: the first and last time a moment was seen, in local time; the
+    date too when they fall on different days."""
+    first, last = moment.first_seen.astimezone(), moment.last_seen.astimezone()
+    if first.date() != last.date():
+        return f"{stamp(first)} – {stamp(last)}"
+    return f"{first:%H:%M:%S}–{last:%H:%M:%S}"
 
 
 def timeline_text(

@@ -138,8 +138,9 @@ def test_memory_show_returns_text_and_the_jpeg_as_image_content(home: Path) -> N
     [frame_id] = found.structured_content["ids"]
     shown = run(call(server, "memory", {"action": "show", "id": frame_id}))
     assert "npm ERR! Error: connect ECONNREFUSED" in text(shown)
-    [image] = shown.content[1:]
+    [image, data] = shown.content[1:]
     assert isinstance(image, ImageContent) and image.mime_type == "image/jpeg"
+    assert isinstance(data, TextContent) and json.loads(data.text) == shown.structured_content
     assert base64.b64decode(image.data)[:3] == b"\xff\xd8\xff"
     assert shown.structured_content and shown.structured_content["text_source"] == "ocr"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,6 +18,9 @@ from backscroll.cli._common import (
     open_store,
     window,
 )
+
+if TYPE_CHECKING:
+    from query.moments import Moment
 
 
 def register(app: typer.Typer) -> None:
@@ -40,17 +43,19 @@ def search(
     since: Since = None,
     until: Until = None,
     app: App = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=1000)] = 15,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=1000, help="Most matches (moments) shown.")
+    ] = 15,
     home: Home = None,
     json: Json = False,
 ) -> None:
-    """Search what was on screen, best match first."""
+    """Search what was on screen, best first; a window's near-identical frames as one match."""
     from query.render import search_text
 
     start, end = window(since, until)
     with open_store(home) as store:
-        hits = store.search(query, start=start, end=end, app=app, limit=limit)
-        exact = bool(hits) and not hits[0].near_miss
+        moments = store.moments(query, start=start, end=end, app=app, limit=limit)
+        exact = bool(moments) and not moments[0].hit.near_miss
         why = None if exact else store.why_empty(start, end, app)
         note_lag(store)
     if json:
@@ -61,11 +66,11 @@ def search(
                 "end": end,
                 "app": app,
                 "why_empty": why,
-                "matches": [_hit_json(h) for h in hits],
+                "matches": [_moment_json(m) for m in moments],
             }
         )
     else:
-        typer.echo(search_text(query, hits, start, end, app, why))
+        typer.echo(search_text(query, moments, start, end, app, why))
 
 
 def timeline(
@@ -199,6 +204,21 @@ def verify(home: Home = None, json: Json = False) -> None:
         typer.echo("healthy" if not problems else f"{len(problems)} problem(s)")
     if problems:
         raise typer.Exit(1)
+
+
+def _moment_json(moment: Moment) -> dict[str, object]:
+    """A search match: its best frame, then every frame's id and time (in time order), the
+    times in the same form as ``when``."""
+    import msgspec
+
+    seen = {
+        "frame_ids": moment.frame_ids,
+        "seen": [f.when for f in moment.frames],
+        "first_seen": moment.first_seen,
+        "last_seen": moment.last_seen,
+    }
+    shown: dict[str, object] = msgspec.to_builtins(seen)
+    return _hit_json(moment.hit) | shown
 
 
 def _hit_json(hit: object) -> dict[str, object]:

@@ -1,0 +1,238 @@
+"""Search answers as moments: consecutive frames of one window whose text barely changed come
+back as one match with every frame id and the times it was seen."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from backscroll.actions import import_frames
+from backscroll.cli.app import app as cli
+from backscroll.store import MemoryStore
+from backscroll.tools import MemoryTool
+from query.moments import SIMILAR, similarity
+from tests.helpers import NOW
+
+START = NOW - timedelta(days=1)
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"]
+
+
+def log_view(end: int, rows: int = 30) -> str:
+    """A terminal tailing a log: the last ``rows`` of ``end`` lines, each with its own words."""
+    lines = [
+        f"unpacking {WORDS[i % len(WORDS)]}{i} setting up {WORDS[(i * 7) % len(WORDS)]}x{i} done"
+        for i in range(max(0, end - rows), end)
+    ]
+    return "\n".join(["tail -f /var/log/dpkg.log", *lines])
+
+
+def other_text(seed: int) -> str:
+    """A screen with nothing in common with ``log_view`` but the word ``unpacking``."""
+    return " ".join(f"paragraph{seed}w{i}" for i in range(60)) + " unpacking"
+
+
+def line(minutes: float, app: str, title: str, text: str) -> str:
+    ts = (START + timedelta(minutes=minutes)).isoformat()
+    return json.dumps({"ts": ts, "app": app, "title": title, "text": text})
+
+
+def tail_session(first: int = 0, count: int = 10, at: float = 0.0) -> list[str]:
+    """The terminal seen ``count`` times a minute apart, one log line more each time."""
+    return [
+        line(at + i, "Terminal", "root@build: tail -f", log_view(40 + first + i))
+        for i in range(count)
+    ]
+
+
+@pytest.fixture
+def store(backscroll_home: Path) -> MemoryStore:
+    rows = [
+        line(-30, "Firefox", "Docs", other_text(1)),
+        *tail_session(),
+        line(20, "Code", "app.py", other_text(2)),
+    ]
+    store = MemoryStore()
+    import_frames(store, rows)
+    return store
+
+
+def test_the_texts_of_a_growing_log_are_similar_and_another_screen_is_not() -> None:
+    assert similarity(log_view(40), log_view(41)) >= SIMILAR
+    assert similarity(log_view(40), log_view(70)) < SIMILAR  # a whole screen further
+    assert similarity(log_view(40), other_text(1)) < 0.05
+    assert similarity("", "") == 1.0
+
+
+def test_ten_frames_of_one_terminal_are_one_moment_with_every_frame(store: MemoryStore) -> None:
+    hits = store.search("unpacking", limit=50)
+    assert len(hits) == 12
+    moments = store.moments("unpacking")
+    assert len(moments) == 3
+    [terminal] = [m for m in moments if m.hit.app == "Terminal"]
+    terminal_ids = sorted(h.id for h in hits if h.app == "Terminal")
+    assert terminal.frame_ids == terminal_ids
+    assert terminal.hit.id in terminal_ids and terminal.hit.snippet
+    assert terminal.first_seen == START
+    assert terminal.last_seen == START + timedelta(minutes=9)
+    assert all(len(m.frames) == 1 for m in moments if m is not terminal)
+    # ranked where the moment's best frame ranked
+    assert [m.hit.id for m in moments] == [
+        h.id for h in hits if h.app != "Terminal" or h.id == terminal.hit.id
+    ]
+
+
+def test_limit_counts_moments_not_frames(store: MemoryStore) -> None:
+    assert len(store.search("unpacking", limit=2)) == 2
+    moments = store.moments("unpacking", limit=2)
+    assert len(moments) == 2
+    assert sum(len(m.frames) for m in moments) in (2, 11)  # the terminal's ten, when it ranks
+
+
+def test_frames_of_one_window_with_another_window_between_are_separate_moments(
+    backscroll_home: Path,
+) -> None:
+    rows = [
+        *tail_session(count=3),
+        line(3.5, "Slack", "general", "lunch?"),  # another window, not a match
+        *tail_session(first=3, count=3, at=4),
+    ]
+    with MemoryStore() as store:
+        import_frames(store, rows)
+        moments = store.moments("unpacking")
+    assert sorted(len(m.frames) for m in moments) == [3, 3]
+    first, second = sorted(moments, key=lambda m: m.first_seen)
+    assert first.last_seen < START + timedelta(minutes=3.5) < second.first_seen
+
+
+def test_frames_of_one_window_whose_text_changed_a_lot_are_separate_moments(
+    backscroll_home: Path,
+) -> None:
+    rows = [
+        *tail_session(count=3),
+        line(3, "Terminal", "root@build: tail -f", other_text(3)),  # the screen cleared
+        line(4, "Terminal", "root@build: tail -f", other_text(3) + " again"),
+        # not matched by the query, but changed a lot from the frame before and after
+        line(5, "Terminal", "root@build: tail -f", "clear"),
+        line(6, "Terminal", "root@build: tail -f", other_text(3)),
+    ]
+    with MemoryStore() as store:
+        import_frames(store, rows)
+        moments = store.moments("unpacking")
+    assert sorted(len(m.frames) for m in moments) == [1, 2, 3]
+
+
+def test_a_deleted_window_between_frames_no_longer_separates_them(backscroll_home: Path) -> None:
+    from backscroll.actions import delete
+
+    rows = [
+        *tail_session(count=2),
+        line(2.5, "Slack", "general", "lunch?"),
+        *tail_session(first=2, count=2, at=3),
+    ]
+    with MemoryStore() as store:
+        import_frames(store, rows)
+        assert len(store.moments("unpacking")) == 2
+        delete(store, app="Slack")
+        [moment] = store.moments("unpacking")
+    assert len(moment.frames) == 4
+
+
+def test_cli_search_shows_one_line_per_moment_with_its_times(store: MemoryStore) -> None:
+    result = CliRunner().invoke(cli, ["search", "unpacking"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[1] == "3 match(es), best first:"
+    [terminal] = [row for row in lines if "[Terminal]" in row]
+    first = START.astimezone().strftime("%H:%M:%S")
+    last = (START + timedelta(minutes=9)).astimezone().strftime("%H:%M:%S")
+    assert terminal.endswith(f"(seen {first}–{last}, 10 frames)")
+    assert sum("[Firefox]" in row or "[Code]" in row for row in lines) == 2
+    assert not any("seen" in row for row in lines if "[Terminal]" not in row)
+
+
+def test_cli_search_json_keeps_every_frame_id_and_time(store: MemoryStore) -> None:
+    result = CliRunner().invoke(cli, ["search", "unpacking", "--json", "--limit", "3"])
+    assert result.exit_code == 0, result.output
+    matches = json.loads(result.output)["matches"]
+    assert len(matches) == 3
+    [terminal] = [m for m in matches if m["app"] == "Terminal"]
+    assert len(terminal["frame_ids"]) == 10 and terminal["id"] in terminal["frame_ids"]
+    assert terminal["seen"][0] == terminal["first_seen"]
+    assert terminal["first_seen"].startswith(START.strftime("%Y-%m-%dT%H:%M:%S"))
+    assert terminal["seen"][-1] == terminal["last_seen"]
+    assert len(terminal["seen"]) == 10
+    for single in (m for m in matches if m is not terminal):
+        assert single["frame_ids"] == [single["id"]]
+        assert single["first_seen"] == single["last_seen"] == single["when"]
+
+
+def test_the_memory_tool_keeps_every_frame_id_of_a_moment(store: MemoryStore) -> None:
+    params = MemoryTool.Params(action="search", query="unpacking", limit=15)
+    result = asyncio.run(MemoryTool().execute(None, params))
+    assert not result.is_error, result.output
+    matches = result.metadata["matches"]
+    assert result.metadata["ids"] == [m["id"] for m in matches]
+    assert sorted(len(m["frame_ids"]) for m in matches) == [1, 1, 10]
+    terminal = next(m for m in matches if len(m["frame_ids"]) == 10)
+    assert terminal["first_seen"] == terminal["seen"][0] < terminal["last_seen"]
+    assert "10 frames)" in result.output
+
+
+def test_frames_between_two_hits_count_and_past_the_bound_keep_them_apart(
+    backscroll_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import query.moments
+
+    title = "root@build: tail -f"
+    rows = [
+        line(0, "Terminal", title, log_view(40) + " needle"),
+        line(1, "Terminal", title, log_view(41)),  # not a match, barely changed
+        line(2, "Terminal", title, log_view(42) + " needle"),
+    ]
+    with MemoryStore() as store:
+        import_frames(store, rows)
+        [moment] = store.moments("needle")
+        assert len(moment.frames) == 2
+        monkeypatch.setattr(query.moments, "MOST_BETWEEN", 0)  # the frame between is one too many
+        assert [len(m.frames) for m in store.moments("needle")] == [1, 1]
+
+
+def test_encrypted_frames_group_by_their_decrypted_text(backscroll_home: Path) -> None:
+    with MemoryStore() as store:
+        store.set_config(encrypt_text=True)
+        import_frames(store, [*tail_session(count=4), line(5, "Code", "a.py", other_text(2))])
+        assert all(h.encrypted for h in store.timeline())
+        [terminal, code] = sorted(store.moments("unpacking"), key=lambda m: -len(m.frames))
+    assert len(terminal.frames) == 4 and code.hit.app == "Code"
+
+
+def test_a_moment_seen_across_midnight_shows_both_dates() -> None:
+    from datetime import datetime
+
+    from query.moments import Moment
+    from query.render import seen_text
+    from query.search import Hit
+
+    def hit(frame_id: int, when: datetime) -> Hit:
+        return Hit(
+            id=frame_id,
+            when=when,
+            app="Terminal",
+            title="bash",
+            text_source="ocr",
+            encrypted=False,
+            reason="interval",
+        )
+
+    day = datetime(2026, 11, 30, 23, 58, 30).astimezone()
+    before, after = hit(1, day), hit(2, day + timedelta(minutes=3))
+    assert seen_text(Moment(hit=before, frames=[before, after])) == (
+        "2026-11-30 23:58:30 – 2026-12-01 00:01:30"
+    )
+    same_day = hit(3, day - timedelta(minutes=8))
+    assert seen_text(Moment(hit=before, frames=[same_day, before])) == "23:50:30–23:58:30"
