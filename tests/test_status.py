@@ -32,7 +32,7 @@ STATUS_KEYS = [
     "redact", "encrypted_text_frames", "thumbnails", "encrypted_thumbnails", "encrypt_text",
     "encrypt_thumbnails", "key_store", "key_problem", "key_weak", "encryption_available",
     "deny_apps", "pause_hotkey", "search", "views_lag", "views_behind_why", "config_problem",
-    "config_weakened", "damage", "skipped_events",
+    "config_weakened", "damage", "skipped_events", "backend", "abilities",
 ]  # fmt: skip
 # The spec's "Status fields" table, for `MemoryStore.stats()`.
 SPEC_STATS = [
