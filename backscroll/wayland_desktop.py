@@ -293,6 +293,7 @@ class SwayDesktop:
         """sway on this desktop's runtime folder (again), and the virtual keyboard."""
         config = self.root / "sway.conf"
         config.write_text(_SWAY_CONFIG)
+        config.chmod(0o644)  # read by the user sway runs as, whatever this process's umask
         env = self.env | {
             "WLR_BACKENDS": "headless",
             "WLR_RENDERER": "pixman",
@@ -372,6 +373,7 @@ class SwayDesktop:
         socket = self.run_dir / "bus"
         caller = pwd.getpwuid(os.getuid()).pw_name
         config.write_text(_BUS_CONFIG.format(socket=socket, caller=caller))
+        config.chmod(0o644)  # read by the user the bus runs as, whatever this process's umask
         process, log = self._spawn(
             "dbus-daemon", ["dbus-daemon", f"--config-file={config}", "--nofork"]
         )
