@@ -12,7 +12,10 @@ zenity --text-info window of prose, focused, with a foot or xterm terminal besid
   ``--frames`` times, reason ``app_change`` so that no frame is skipped as a duplicate; the
   bare grab (``backends.screen.grab``) is timed alone beside it;
 - **idle CPU**: ``backscroll start`` on the unchanged screen, its CPU over ``--idle`` seconds
-  once its first frame is stored (target <= 1 % of a core on every backend).
+  once its first frame is stored (target <= 1 % of a core on every backend);
+- on sway, **OCR at scale 1 and 2**: a foot terminal of real words, its window region grabbed
+  with the output at scale 1, then 2 (the same text drawn with twice the pixels), read by
+  Tesseract as the daemon reads it: the share of the distinct words found, and the OCR time.
 
 The two backends run in the same process one after the other, so the X11 rows are the
 baseline of the sway rows. Writes ``bench/results/backends.txt``.
@@ -103,6 +106,54 @@ def frame_costs(env: dict[str, str], frames: int) -> tuple[list[float], list[flo
             os.close(daemon._lock_fd)
 
 
+# Real prose of a terminal session: 60 distinct words, long and short.
+_SENTENCES = (
+    "the kernel reported an unexpected interrupt while the scheduler balanced runnable tasks",
+    "between cores during heavy compilation of the documentation package and its manuals",
+    "postgres refused connections because the listener on port 5432 was never started",
+    "retry with exponential backoff after checking firewall rules and certificate expiry",
+    "deployment succeeded for eleven services although three health probes timed out",
+)
+WORDS = " ".join(_SENTENCES).split()
+
+
+def ocr_at_scales(desk: Any) -> list[str]:
+    """Words found by OCR in one foot window at output scale 1 and 2 (see the docstring)."""
+    from backscroll.grabs import window_region
+    from capture.platform import backends
+
+    lines = list(_SENTENCES) * 4
+    term = desk.open_foot(lines, "words")
+    desk.focus(term)
+    rows = []
+    try:
+        for scale in (1, 2):
+            desk.swaymsg(f"output HEADLESS-1 scale {scale}")
+            desk.focus(term)
+            time.sleep(1.0)  # foot redraws at the new scale
+            found = backends(environ=desk.daemon_env)
+            try:
+                front = found.probe.frontmost()
+                assert front is not None
+                image, monitor = found.screen.grab(front.geometry)
+                region = window_region(image, front.geometry, monitor)
+                started = time.perf_counter()
+                text = found.ocr.text(region).lower()
+                ms = (time.perf_counter() - started) * 1000
+            finally:
+                found.close()
+            read = {w.strip(".,;:") for w in text.split()}
+            hits = sum(1 for w in set(WORDS) if w in read)
+            rows.append(
+                f"scale {scale}: window {region.width}x{region.height} px, "
+                f"{hits}/{len(set(WORDS))} distinct words found, OCR {ms:.0f} ms"
+            )
+    finally:
+        desk.swaymsg("output HEADLESS-1 scale 1")
+        desk.close(term)
+    return rows
+
+
 def idle_cpu(env: dict[str, str], seconds: float) -> tuple[float, int]:
     """The daemon's CPU (% of one core) over ``seconds`` of an unchanged screen, and the
     frames it stored meanwhile."""
@@ -180,6 +231,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{percent:>5.2f} %   {extra}",
             out,
         )
+    say("", out)
+    say("OCR of a foot window (DejaVu Sans Mono 11) on sway, output scale 1 then 2:", out)
+    with sway_desktop() as desk:
+        for line in ocr_at_scales(desk):
+            say(f"  {line}", out)
     ratio = rows["wlroots"][0] / rows["x11"][0]
     say("", out)
     say(f"RESULT sway frame p50 is {ratio:.2f}x the X11 frame p50 in the same run", out)

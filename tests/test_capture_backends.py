@@ -500,3 +500,20 @@ def test_x11_forced_in_a_wayland_session_says_it_sees_only_xwayland(desk: Deskto
         assert found.hotkey_problem is None
     finally:
         found.close()
+
+
+def test_the_wlroots_bindings_are_generated_from_the_vendored_xml(tmp_path: Path) -> None:
+    from capture import wayland_protocols
+
+    target = tmp_path / "_wlr"
+    wayland_protocols.generate(target)
+    wayland_protocols.generate(target)  # again, over the first: replaced whole
+    made = sorted(p.relative_to(target).as_posix() for p in target.rglob("*.py"))
+    assert "wlr_screencopy_unstable_v1/zwlr_screencopy_frame_v1.py" in made
+    assert "wlr_foreign_toplevel_management_unstable_v1/zwlr_foreign_toplevel_handle_v1.py" in made
+    # The generated modules find the core protocol through the package's own ``wayland``.
+    frame = (target / "wlr_screencopy_unstable_v1" / "zwlr_screencopy_frame_v1.py").read_text()
+    assert "from ..wayland import WlBuffer" in frame
+    assert [p.name for p in tmp_path.iterdir()] == ["_wlr"]  # no staging folder left
+    licence = (wayland_protocols.HERE / "protocols" / "LICENSE").read_text()
+    assert all(path.name in licence for path in wayland_protocols.XML)

@@ -216,29 +216,32 @@ def test_a_window_closed_mid_capture_costs_nothing_and_capture_goes_on(
     assert "Traceback" not in daemon.log.read_text()
 
 
-def test_a_window_on_a_second_output_is_grabbed_from_that_output_only(sway: SwayDesktop) -> None:
-    from capture.platform import backends
+def test_a_monitor_added_while_the_daemon_runs_and_a_window_on_it_is_grabbed_alone(
+    sway: SwayDesktop, daemon: Daemon
+) -> None:
+    from PIL import Image
 
+    first = sway.open_foot(["on the first monitor"] * 4, "first")
+    sway.focus(first)
+    daemon.start()
+    wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
     sway.swaymsg("create_output")
     second = next(o for o in _outputs(sway) if o != "HEADLESS-1")
-    sway.swaymsg(f"output {second} mode 1280x720 position 1920 0")
-    try:
-        term = sway.open_foot(["on the second monitor"] * 4, "second")
-        sway.swaymsg(f"[con_id={term.con_id}] move container to output {second}")
-        sway.focus(term)
-        found = backends(environ=sway.daemon_env)
-        try:
-            front = found.probe.frontmost()
-            assert front is not None and front.title == "second"
-            image, monitor = found.screen.grab(front.geometry)
-        finally:
-            found.close()
-        assert (monitor.left, monitor.top, monitor.width, monitor.height) == (1920, 0, 1280, 720)
-        assert image.size == (1280, 720)
-    finally:
-        sway.close()
-        # sway 1.7 can neither unplug nor disable a headless output: it stays, unfocused.
-        sway.swaymsg("focus output HEADLESS-1")
+    # 1280x1024: a thumbnail of this output alone has another shape than one of the first
+    # output (16:9) or of both side by side.
+    sway.swaymsg(f"output {second} mode 1280x1024 position 1920 0")
+    sway.swaymsg(f"focus output {second}")
+    other = sway.open_foot(["zanzibar on the second monitor"] * 4, "second")
+    sway.focus(other)
+    hit = wait_for(
+        lambda: [f for f in daemon.frames() if f.title == "second"], "the second monitor's frame"
+    )[0]
+    with MemoryStore(daemon.home) as store:
+        jpeg = store.thumbnail(hit)
+        assert [h.id for h in store.search("zanzibar")] == [hit.id]
+    assert jpeg is not None and Image.open(BytesIO(jpeg)).size == (480, 384)
+    # sway 1.7 can neither unplug nor disable a headless output: it stays, unfocused.
+    sway.swaymsg("focus output HEADLESS-1")
 
 
 def test_a_scale_2_output_is_grabbed_at_its_pixels_and_thumbnailed_at_the_set_width(
