@@ -117,6 +117,10 @@ class X11Screen:
         return screen.grab(geometry, display=self.display)
 
 
+_TEXT = (
+    "text from AT-SPI where the app publishes it (GTK, Qt; Chromium and Electron only when "
+    "they see an assistive technology), else OCR"
+)
 # XDG_CURRENT_DESKTOP values of compositors built on wlroots (or offering its protocols).
 WLROOTS_DESKTOPS = ("sway", "hyprland", "river", "wayfire", "labwc", "hikari", "dwl", "qtile")
 _GNOME_KDE = {
@@ -229,7 +233,10 @@ def backends(
     from capture.probe import X11Probe
 
     display = env["DISPLAY"]
-    abilities = ["active window and window rectangles from X11 (EWMH)", "pixels through mss"]
+    abilities = [
+        "active window and window rectangles from X11 (EWMH), pixels through mss",
+        _TEXT,
+    ]
     if found.wayland:
         abilities.insert(
             0,
@@ -257,6 +264,7 @@ def _wlroots(env: Mapping[str, str], found: Session, ax: TextReader) -> Backends
     ]
     if probe.capabilities.geometry:
         abilities.append("window rectangles and pids from sway's IPC")
+        abilities.append(_TEXT)
     else:
         abilities.append(
             "no window rectangles (sway's IPC is not there): the whole output is captured, "

@@ -448,6 +448,7 @@ def test_backends_pick_x11_with_a_display(desk: Desktop) -> None:
     ("environ", "choice", "backend", "said"),
     [
         ({"DISPLAY": ":0", "XDG_SESSION_TYPE": "x11"}, "auto", "x11", None),
+        ({"DISPLAY": ":0", "XDG_CURRENT_DESKTOP": "GNOME"}, "auto", "x11", None),
         # XWayland is there, but recording only its windows would be a silent half-view.
         (
             {"WAYLAND_DISPLAY": "wayland-1", "DISPLAY": ":0", "SWAYSOCK": "/s"},
