@@ -5,9 +5,11 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 # Capture (X11 probe, screenshots, OCR, AT-SPI), the test desktop, the keyring daemon, and
 # Chromium for the test that opens the HTML export as a person would, systemd-analyze for
-# the test that verifies the generated user unit.
+# the test that verifies the generated user unit; sway (headless), foot and wtype for the
+# Wayland tests (pywayland's wheel bundles its own libwayland-client).
 APT_PACKAGES := xvfb openbox xdotool x11-utils tesseract-ocr tesseract-ocr-eng zenity xterm \
-	gnome-keyring at-spi2-core dbus dbus-x11 fonts-dejavu-core chromium systemd
+	gnome-keyring at-spi2-core dbus dbus-x11 fonts-dejavu-core chromium systemd \
+	sway foot wtype
 
 .PHONY: install system venv test lint unit bench run
 
@@ -30,6 +32,7 @@ $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m capture.wayland_protocols  # the wlroots protocol bindings (not in git)
 	touch $@
 
 lint:

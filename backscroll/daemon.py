@@ -8,9 +8,10 @@ Threads (never forked processes: a forked child would inherit the log's lock):
 - the projector follows the log, keeping the views current, and runs housekeeping.
 Logs never contain screen text or window titles.
 
-A display that goes away (the X server stopped or crashed) pauses capture with the reason in
-the heartbeat; the probe loop opens the display again every ``RETRY_SECONDS`` until it
-answers, then starts the backends and the pause hotkey afresh on it.
+A display that goes away (the X server or the Wayland compositor stopped or crashed) pauses
+capture with the reason in the heartbeat; the probe loop opens the display again every
+``RETRY_SECONDS`` until it answers, then starts the backends and the pause hotkey afresh on
+it.
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ class Daemon:
         self._wake = threading.Condition()
         self._busy = False
         self._last_signature: bytes | None = None
+        self._last_window: int | None = None  # the window of ``_last_signature``
         # The probe's one X connection is not thread-safe: the probe loop and the worker
         # (visible windows) took turns without this and, after ~5,000 frames, one hung in
         # the middle of the X protocol.
@@ -114,8 +116,8 @@ class Daemon:
         from capture.platform import backends
 
         grabs.keep_freed_memory()
-        self.backends = backends()
         config = self.config()
+        self.backends = backends(choice=config.capture_backend)
         self.backends.ocr.check()
         self.heartbeat = HeartbeatFile(self.home)
         self.started_us = now_us()
@@ -262,7 +264,7 @@ class Daemon:
 
         captured_us = now_us()
         ax_text = self._reader.submit(self._ax_text, front.pid)
-        image, monitor = screen.grab(front.geometry, display=self.backends.display)
+        image, monitor = self.backends.screen.grab(front.geometry)
         with self._x_lock:
             visible = self.backends.probe.visible_windows()
         denied = [
@@ -273,11 +275,15 @@ class Daemon:
         if denied:
             # Beyond the spec: a password manager beside the active window is blacked out
             # before OCR and the thumbnail ever see it.
-            screen.black_out(image, denied, origin=monitor.origin)
+            screen.black_out(image, denied, origin=monitor.origin, scale=monitor.scale)
         sig = screen.signature(image)
+        # Only a frame of the same window can be a duplicate: on a tiling compositor two
+        # windows side by side make the same screen whichever has the focus, yet a switch
+        # between them (same app, same title) is a new frame of the other window's text.
         if (
             reason != "app_change"
             and self._last_signature is not None
+            and front.window_id == self._last_window
             and screen.difference(sig, self._last_signature) < config.dedupe_threshold
         ):
             return "duplicate"
@@ -297,7 +303,7 @@ class Daemon:
         crypto = self._crypto(config)
         with self.store.log.batch() as batch:
             frame = record_frame(batch, seen, config, crypto, self.home)
-        self._last_signature = sig
+        self._last_signature, self._last_window = sig, front.window_id
         self._count("text_sources", source)
         self._count("reasons", reason)
         for kind, n in frame.redactions.items():
@@ -391,7 +397,7 @@ class Daemon:
             if self.stop_event.wait(RETRY_SECONDS):
                 return
             try:
-                fresh = backends()
+                fresh = backends(choice=self.config().capture_backend)
             except CaptureError as exc:
                 self._set_problem(f"display unavailable: {exc}")
                 continue
@@ -427,6 +433,8 @@ class Daemon:
                 redactions=self.redactions,
                 hotkey_problem=self.hotkey_problem,
                 config_problem=self.store.config_problem,
+                backend=self.backends.name,
+                abilities=list(self.backends.abilities),
             )
         )
 
@@ -439,6 +447,9 @@ class Daemon:
         self._hotkey_combo = config.pause_hotkey
         self.hotkey_problem = None
         if not config.pause_hotkey:
+            return
+        if self.backends.hotkey_problem:
+            self.hotkey_problem = self.backends.hotkey_problem
             return
         try:
             from capture.hotkey import Hotkey

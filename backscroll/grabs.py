@@ -55,12 +55,13 @@ def event_signature(sig: bytes) -> bytes:
 
 def window_region(image: Image, geometry: Geometry, monitor: Monitor) -> Image:
     """The window's part of a grab of its monitor (the whole grab if that part is tiny)."""
+    scale = monitor.scale
     left, top = geometry.x - monitor.left, geometry.y - monitor.top
     box = (
-        max(0, left),
-        max(0, top),
-        min(image.width, left + geometry.width),
-        min(image.height, top + geometry.height),
+        max(0, round(left * scale)),
+        max(0, round(top * scale)),
+        min(image.width, round((left + geometry.width) * scale)),
+        min(image.height, round((top + geometry.height) * scale)),
     )
     if box[2] - box[0] < 8 or box[3] - box[1] < 8:
         return image

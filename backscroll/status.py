@@ -7,6 +7,7 @@ needs this module.
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -92,6 +93,10 @@ class Status(msgspec.Struct, frozen=True, kw_only=True):
     config_weakened: str | None
     damage: list[str]
     skipped_events: list[str]
+    backend: str | None
+    """The running daemon's capture backend, else the one ``start`` would choose here
+    (None: none; ``abilities`` says why)."""
+    abilities: list[str]
 
     def to_dict(self) -> dict[str, Any]:
         """The record as ``status --json`` prints it, with the daemon's fields flattened."""
@@ -109,8 +114,10 @@ def collect(store: MemoryStore) -> Status:
     disk = disk_use(store.layout, totals)
     counts = stats(totals, config, disk, key.store)
     stopped = {run.pid for run in state.runs if run.stopped_us is not None}
+    daemon = _daemon_state(store.home, stopped)
+    backend, abilities = _backend(daemon, config.capture_backend)
     return Status(
-        daemon=_daemon_state(store.home, stopped),
+        daemon=daemon,
         capture=_capture_state(state.pause, now_us()),
         store=str(store.home),
         frames=counts.frames,
@@ -148,6 +155,8 @@ def collect(store: MemoryStore) -> Status:
         config_weakened=_weakened(state.weakened),
         damage=[_damage(d) for d in state.damage] + _lost(store),
         skipped_events=[f"#{u.offset}: {u.why}" for u in state.unapplied],
+        backend=backend,
+        abilities=abilities,
     )
 
 
@@ -184,6 +193,8 @@ def render(info: Status) -> str:
     beat = info.daemon.beat
     if beat is not None and beat.redactions is not None:
         lines.append(f"  redacted:  {sum(beat.redactions.values())} secret(s) this daemon run")
+    lines.append(f"  desktop:   {info.backend or 'no capture backend here'}")
+    lines += [f"             {line}" for line in info.abilities]
     lines += [
         f"  deny list: {', '.join(info.deny_apps)}",
         f"  hotkey:    {info.pause_hotkey or 'off'}{_hotkey_note(beat)}",
@@ -265,6 +276,25 @@ def _daemon(daemon: Daemon) -> str:
     if beat is not None and daemon.state == "died":
         return f"not running (pid {beat.pid} died without stopping)"
     return daemon.state
+
+
+def _backend(daemon: Daemon, choice: str) -> tuple[str | None, list[str]]:
+    """The running daemon's backend and abilities; else what ``start`` would pick here."""
+    beat = daemon.beat
+    if beat is not None and daemon.state == "running" and beat.backend:
+        return beat.backend, list(beat.abilities or ())
+    import os
+
+    from capture.platform import session
+
+    if sys.platform.startswith("linux"):
+        found = session(os.environ, choice)
+        if found.backend is None:
+            return None, [found.refusal or "no capture backend for this session"]
+        kind = "Wayland" if found.wayland else "X11"
+        where = f"{kind}, {found.desktop}" if found.desktop else kind
+        return found.backend, [f"would be used by `backscroll start` ({where})"]
+    return None, [f"capture on {sys.platform} is not supported"]
 
 
 def _hotkey_note(beat: Heartbeat | None) -> str:

@@ -20,10 +20,20 @@ from base.fronts import lazy_names
 if TYPE_CHECKING:
     from capture.ax import AxReader
     from capture.hotkey import Hotkey
-    from capture.platform import Backends, OcrEngine, Probe, TextReader, backends
+    from capture.platform import (
+        Backends,
+        OcrEngine,
+        Probe,
+        Screen,
+        Session,
+        TextReader,
+        backends,
+        session,
+    )
     from capture.probe import Frontmost, Geometry, VisibleWindow, X11Probe
     from capture.redact import KINDS, Redaction
     from capture.trigger import Trigger
+    from capture.wlroots import WlrootsProbe
 
 __all__ = [
     "KINDS",
@@ -35,11 +45,15 @@ __all__ = [
     "OcrEngine",
     "Probe",
     "Redaction",
+    "Screen",
+    "Session",
     "TextReader",
     "Trigger",
     "VisibleWindow",
+    "WlrootsProbe",
     "X11Probe",
     "backends",
+    "session",
 ]
 
 _WHERE = {
@@ -52,11 +66,15 @@ _WHERE = {
     "OcrEngine": "capture.platform",
     "Probe": "capture.platform",
     "Redaction": "capture.redact",
+    "Screen": "capture.platform",
+    "Session": "capture.platform",
     "TextReader": "capture.platform",
     "Trigger": "capture.trigger",
     "VisibleWindow": "capture.probe",
+    "WlrootsProbe": "capture.wlroots",
     "X11Probe": "capture.probe",
     "backends": "capture.platform",
+    "session": "capture.platform",
 }
 
 

@@ -1,12 +1,23 @@
-"""The capture backends of this platform, behind three small interfaces.
+"""The capture backends of this session, behind four small interfaces.
 
     found = backends()              # CaptureError saying what is unsupported, if so
     window = found.probe.frontmost()
+    image, monitor = found.screen.grab(window.geometry)
     text = found.ax.window_text(window.pid) if window else ""
 
-Only X11 sessions on Linux are implemented: python-xlib for the probe, AT-SPI for the
-text, Tesseract for OCR, mss for the screen (``capture.screen``, which works wherever mss
-does). Nothing heavy is imported until ``backends()`` is called.
+Two backends exist, chosen from the session (``session()``) or forced by the config's
+``capture_backend``:
+
+- ``x11``: python-xlib for the probe, mss for the screen (``capture.screen``);
+- ``wlroots`` (sway, Hyprland, river, …): one Wayland connection for the active window
+  (wlr-foreign-toplevel) and the pixels (wlr-screencopy), sway's IPC for window
+  rectangles (``capture.wlroots``).
+
+Both read text through AT-SPI (the accessibility bus is the same on every desktop) and
+Tesseract. A Wayland session is never recorded through XWayland unless the config asks for
+``x11``, and then ``abilities`` says that only X clients are seen. GNOME and KDE Plasma on
+Wayland are refused, saying what is missing. Nothing heavy is imported until ``backends()``
+is called.
 """
 
 from __future__ import annotations
@@ -22,7 +33,8 @@ from base.errors import CaptureError
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-    from capture.probe import Frontmost, VisibleWindow
+    from capture.probe import Frontmost, Geometry, VisibleWindow
+    from capture.screen import Monitor
 
 
 class Probe(Protocol):
@@ -33,6 +45,12 @@ class Probe(Protocol):
     def visible_windows(self) -> list[VisibleWindow]: ...
 
     def close(self) -> None: ...
+
+
+class Screen(Protocol):
+    """Pixels of the monitor that holds a window."""
+
+    def grab(self, geometry: Geometry | None) -> tuple[Image, Monitor]: ...
 
 
 class TextReader(Protocol):
@@ -57,11 +75,16 @@ class OcrEngine(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Backends:
-    name: str  # "x11"
+    name: str  # "x11" or "wlroots"
     probe: Probe
     ax: TextReader
     ocr: OcrEngine
-    display: str | None  # for capture.screen.grab(..., display=)
+    screen: Screen
+    display: str | None  # the X display, or the Wayland socket
+    abilities: tuple[str, ...] = ()
+    """What this backend can and cannot do on this desktop, one line each, for ``status``."""
+    hotkey_problem: str | None = None
+    """Why no global pause hotkey can work here (None: pynput may listen)."""
 
     def close(self) -> None:
         self.probe.close()
@@ -82,35 +105,184 @@ class TesseractOcr:
         return ocr_text(image)
 
 
-def backends(*, environ: Mapping[str, str] | None = None, system: str | None = None) -> Backends:
-    """The backends for this session (``environ``/``system`` default to the real ones)."""
+class X11Screen:
+    """``Screen`` over mss (``capture.screen.grab``) on one X display."""
+
+    def __init__(self, display: str | None) -> None:
+        self.display = display
+
+    def grab(self, geometry: Geometry | None) -> tuple[Image, Monitor]:
+        from capture import screen
+
+        return screen.grab(geometry, display=self.display)
+
+
+_TEXT = (
+    "text from AT-SPI where the app publishes it (GTK, Qt; Chromium and Electron only when "
+    "they see an assistive technology), else OCR"
+)
+# XDG_CURRENT_DESKTOP values of compositors built on wlroots (or offering its protocols).
+WLROOTS_DESKTOPS = ("sway", "hyprland", "river", "wayfire", "labwc", "hikari", "dwl", "qtile")
+_GNOME_KDE = {
+    "gnome": "GNOME",
+    "ubuntu": "GNOME",
+    "unity": "GNOME",
+    "kde": "KDE Plasma",
+    "plasma": "KDE Plasma",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """What ``backends()`` reads of the session, and what it would choose."""
+
+    wayland: bool
+    desktop: str  # XDG_CURRENT_DESKTOP's first entry, or the compositor's own variable
+    backend: str | None  # "x11", "wlroots", or None with ``refusal``
+    refusal: str | None = None
+
+
+def session(environ: Mapping[str, str], choice: str = "auto") -> Session:
+    """The backend for this Linux session (no connection is opened)."""
+    desktops = [d.strip().lower() for d in environ.get("XDG_CURRENT_DESKTOP", "").split(":")]
+    desktops = [d for d in desktops if d]
+    wayland = bool(environ.get("WAYLAND_DISPLAY")) or (
+        environ.get("XDG_SESSION_TYPE", "").lower() == "wayland"
+    )
+    wlroots = bool(environ.get("SWAYSOCK") or environ.get("HYPRLAND_INSTANCE_SIGNATURE")) or any(
+        d in WLROOTS_DESKTOPS for d in desktops
+    )
+    desktop = desktops[0] if desktops else ""
+    if not desktop and environ.get("SWAYSOCK"):
+        desktop = "sway"
+    elif not desktop and environ.get("HYPRLAND_INSTANCE_SIGNATURE"):
+        desktop = "hyprland"
+    display = environ.get("DISPLAY")
+    if choice == "x11":
+        if not display:
+            return Session(wayland, desktop, None, "capture_backend is x11 but DISPLAY is not set")
+        return Session(wayland, desktop, "x11")
+    if choice == "wlroots":
+        if not environ.get("WAYLAND_DISPLAY"):
+            return Session(
+                wayland, desktop, None, "capture_backend is wlroots but WAYLAND_DISPLAY is not set"
+            )
+        return Session(wayland, desktop, "wlroots")
+    if not wayland:
+        if display:
+            return Session(False, desktop, "x11")
+        return Session(
+            False,
+            desktop,
+            None,
+            "no display to capture: neither DISPLAY nor WAYLAND_DISPLAY is set "
+            "(not a graphical session)",
+        )
+    big = next((_GNOME_KDE[d] for d in desktops if d in _GNOME_KDE), None)
+    if big and not wlroots:
+        return Session(
+            True,
+            desktop,
+            None,
+            f"capture in a {big} Wayland session is not supported yet: {big} gives no program "
+            "the active window or silent screenshots (it needs the desktop portal's screen "
+            "cast); log in to an X11 session, or set capture_backend to x11 to record only "
+            "XWayland windows",
+        )
+    if not environ.get("WAYLAND_DISPLAY"):
+        return Session(
+            True, desktop, None, "a Wayland session without WAYLAND_DISPLAY: nothing to connect to"
+        )
+    return Session(True, desktop, "wlroots")
+
+
+def backends(
+    *,
+    environ: Mapping[str, str] | None = None,
+    system: str | None = None,
+    choice: str = "auto",
+) -> Backends:
+    """The backends for this session (``environ``/``system`` default to the real ones;
+    ``choice`` is the config's ``capture_backend``)."""
     env = os.environ if environ is None else environ
     system = system or sys.platform
     if system == "darwin":
         raise CaptureError(
             "capture on macOS is not supported yet: this version of Backscroll captures "
-            "Linux X11 sessions only"
+            "Linux X11 and wlroots (sway, Hyprland, river) sessions only"
         )
     if system in ("win32", "cygwin"):
         raise CaptureError(
             "capture on Windows is not supported yet: this version of Backscroll captures "
-            "Linux X11 sessions only"
+            "Linux X11 and wlroots (sway, Hyprland, river) sessions only"
         )
     if not system.startswith("linux"):
-        raise CaptureError(f"capture on {system} is not supported: only Linux X11 sessions are")
-    display = env.get("DISPLAY")
-    if not display and env.get("WAYLAND_DISPLAY"):
         raise CaptureError(
-            "capture in a Wayland session is not supported: Wayland lets no program read "
-            "other windows or the screen; log in to an X11 session (DISPLAY is not set)"
+            f"capture on {system} is not supported: only Linux X11 and wlroots sessions are"
         )
-    if not display:
-        raise CaptureError("no display to capture: DISPLAY is not set (not a graphical session)")
+    found = session(env, choice)
+    if found.backend is None:
+        raise CaptureError(found.refusal or "no capture backend for this session")
 
     from capture.ax import AxReader
+
+    ax = AxReader(env.get("DBUS_SESSION_BUS_ADDRESS"))
+    if found.backend == "wlroots":
+        return _wlroots(env, found, ax)
+
     from capture.probe import X11Probe
 
-    probe = X11Probe(display)
+    display = env["DISPLAY"]
+    abilities = [
+        "active window and window rectangles from X11 (EWMH), pixels through mss",
+        _TEXT,
+    ]
+    if found.wayland:
+        abilities.insert(
+            0,
+            "XWayland only (capture_backend x11 in a Wayland session): native Wayland "
+            "windows are not seen",
+        )
     return Backends(
-        "x11", probe, AxReader(env.get("DBUS_SESSION_BUS_ADDRESS")), TesseractOcr(), display
+        "x11", X11Probe(display), ax, TesseractOcr(), X11Screen(display), display, tuple(abilities)
+    )
+
+
+def _wlroots(env: Mapping[str, str], found: Session, ax: TextReader) -> Backends:
+    from capture.wlroots import WlrootsProbe
+
+    wayland = env["WAYLAND_DISPLAY"]
+    sway = env.get("SWAYSOCK") or env.get("I3SOCK") or None
+    try:
+        probe = WlrootsProbe(wayland, sway_socket=sway)
+    except BaseException:
+        ax.close()
+        raise
+    abilities = [
+        f"Wayland ({found.desktop or 'a wlroots compositor'}): active window from "
+        "wlr-foreign-toplevel, pixels from wlr-screencopy of the window's output",
+    ]
+    if probe.capabilities.geometry:
+        abilities.append("window rectangles and pids from sway's IPC")
+        abilities.append(_TEXT)
+    else:
+        abilities.append(
+            "no window rectangles (sway's IPC is not there): the whole output is captured, "
+            "denied windows beside the active one cannot be blacked out, and text comes from "
+            "OCR (no pid for AT-SPI)"
+        )
+    if env.get("DISPLAY"):
+        abilities.append("XWayland windows are seen as the compositor lists them")
+    return Backends(
+        "wlroots",
+        probe,
+        ax,
+        TesseractOcr(),
+        probe,
+        wayland,
+        tuple(abilities),
+        hotkey_problem=(
+            "Wayland gives programs no global key grab: bind a key in the compositor to "
+            "`backscroll pause --toggle`"
+        ),
     )

@@ -43,13 +43,17 @@ _RELIST_AFTER_S = 30.0
 
 @dataclass(frozen=True, slots=True)
 class Monitor:
-    """A monitor as mss numbers it (1 is the first), in root-window coordinates."""
+    """A monitor as mss numbers it (1 is the first), in root-window coordinates.
+
+    ``scale`` is how many image pixels a coordinate unit spans: 1 on X11; a Wayland output
+    at scale 2 is grabbed with twice its logical width (``capture.wlroots``)."""
 
     index: int
     left: int
     top: int
     width: int
     height: int
+    scale: float = 1.0
 
     @property
     def origin(self) -> tuple[int, int]:
@@ -101,18 +105,29 @@ def _grab(geometry: Geometry | None, display: str | None) -> tuple[Any, Monitor]
 
 
 def black_out(
-    image: Image, rects: Iterable[Geometry], *, origin: tuple[int, int] = (0, 0)
+    image: Image,
+    rects: Iterable[Geometry],
+    *,
+    origin: tuple[int, int] = (0, 0),
+    scale: float = 1.0,
 ) -> Image:
     """Paint ``rects`` (root coordinates) black, in place; ``origin`` is the image's
-    top-left corner in root coordinates (``(monitor.left, monitor.top)``)."""
+    top-left corner in root coordinates (``(monitor.left, monitor.top)``), ``scale`` its
+    pixels per coordinate unit (``monitor.scale``)."""
+    import math
+
     from PIL import ImageDraw
 
     draw = ImageDraw.Draw(image)
     left, top = origin
     for rect in rects:
-        x0, y0 = rect.x - left, rect.y - top
         if rect.width > 0 and rect.height > 0:
-            draw.rectangle((x0, y0, x0 + rect.width - 1, y0 + rect.height - 1), fill="black")
+            # Rounded outwards: a fractional scale must never leave a denied pixel row.
+            x0 = math.floor((rect.x - left) * scale)
+            y0 = math.floor((rect.y - top) * scale)
+            x1 = math.ceil((rect.x - left + rect.width) * scale) - 1
+            y1 = math.ceil((rect.y - top + rect.height) * scale) - 1
+            draw.rectangle((x0, y0, x1, y1), fill="black")
     return image
 
 

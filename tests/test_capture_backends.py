@@ -22,7 +22,7 @@ from PIL import Image
 from base.errors import CaptureError
 from capture import ax, ocr, screen
 from capture.ax import AxReader
-from capture.platform import backends
+from capture.platform import backends, session
 from capture.probe import Frontmost, Geometry, X11Probe
 from tests.desktop import Desktop, desktop, headless_desktop, marked_processes
 
@@ -416,8 +416,13 @@ def test_ocr_inverts_dark_regions() -> None:
     [
         ("darwin", {"DISPLAY": ":0"}, "macOS"),
         ("win32", {}, "Windows"),
-        ("linux", {"WAYLAND_DISPLAY": "wayland-0"}, "Wayland"),
-        ("linux", {}, "DISPLAY is not set"),
+        ("linux", {"WAYLAND_DISPLAY": "/nonexistent/wayland-9"}, "cannot connect to the Wayland"),
+        (
+            "linux",
+            {"WAYLAND_DISPLAY": "wayland-0", "DISPLAY": ":0", "XDG_CURRENT_DESKTOP": "GNOME"},
+            "GNOME Wayland session is not supported yet",
+        ),
+        ("linux", {}, "neither DISPLAY nor WAYLAND_DISPLAY is set"),
         ("freebsd14", {"DISPLAY": ":0"}, "freebsd14"),
     ],
 )
@@ -437,3 +442,79 @@ def test_backends_pick_x11_with_a_display(desk: Desktop) -> None:
         found.ocr.check()
     finally:
         found.close()
+
+
+@pytest.mark.parametrize(
+    ("environ", "choice", "backend", "said"),
+    [
+        ({"DISPLAY": ":0", "XDG_SESSION_TYPE": "x11"}, "auto", "x11", None),
+        ({"DISPLAY": ":0", "XDG_CURRENT_DESKTOP": "GNOME"}, "auto", "x11", None),
+        # XWayland is there, but recording only its windows would be a silent half-view.
+        (
+            {"WAYLAND_DISPLAY": "wayland-1", "DISPLAY": ":0", "SWAYSOCK": "/s"},
+            "auto",
+            "wlroots",
+            None,
+        ),
+        (
+            {"WAYLAND_DISPLAY": "wayland-1", "XDG_CURRENT_DESKTOP": "Hyprland"},
+            "auto",
+            "wlroots",
+            None,
+        ),
+        ({"WAYLAND_DISPLAY": "wayland-1", "DISPLAY": ":0"}, "x11", "x11", None),
+        ({"WAYLAND_DISPLAY": "wayland-1"}, "x11", None, "DISPLAY is not set"),
+        ({"DISPLAY": ":0"}, "wlroots", None, "WAYLAND_DISPLAY is not set"),
+        (
+            {"WAYLAND_DISPLAY": "wayland-0", "XDG_CURRENT_DESKTOP": "KDE"},
+            "auto",
+            None,
+            "KDE Plasma Wayland session is not supported yet",
+        ),
+        (
+            {"WAYLAND_DISPLAY": "wayland-0", "XDG_CURRENT_DESKTOP": "ubuntu:GNOME"},
+            "auto",
+            None,
+            "GNOME gives no program the active window",
+        ),
+        ({"XDG_SESSION_TYPE": "wayland"}, "auto", None, "without WAYLAND_DISPLAY"),
+    ],
+)
+def test_the_session_chooses_the_backend_and_says_why_not(
+    environ: dict[str, str], choice: str, backend: str | None, said: str | None
+) -> None:
+    found = session(environ, choice)
+    assert found.backend == backend
+    if said is None:
+        assert found.refusal is None
+    else:
+        assert found.refusal is not None and said in found.refusal
+
+
+def test_x11_forced_in_a_wayland_session_says_it_sees_only_xwayland(desk: Desktop) -> None:
+    found = backends(
+        environ={**desk.env, "WAYLAND_DISPLAY": "wayland-1"}, system="linux", choice="x11"
+    )
+    try:
+        assert found.name == "x11"
+        assert "XWayland only" in found.abilities[0]
+        assert found.hotkey_problem is None
+    finally:
+        found.close()
+
+
+def test_the_wlroots_bindings_are_generated_from_the_vendored_xml(tmp_path: Path) -> None:
+    from capture import wayland_protocols
+
+    target = tmp_path / "_wlr"
+    wayland_protocols.generate(target)
+    wayland_protocols.generate(target)  # again, over the first: replaced whole
+    made = sorted(p.relative_to(target).as_posix() for p in target.rglob("*.py"))
+    assert "wlr_screencopy_unstable_v1/zwlr_screencopy_frame_v1.py" in made
+    assert "wlr_foreign_toplevel_management_unstable_v1/zwlr_foreign_toplevel_handle_v1.py" in made
+    # The generated modules find the core protocol through the package's own ``wayland``.
+    frame = (target / "wlr_screencopy_unstable_v1" / "zwlr_screencopy_frame_v1.py").read_text()
+    assert "from ..wayland import WlBuffer" in frame
+    assert [p.name for p in tmp_path.iterdir()] == ["_wlr"]  # no staging folder left
+    licence = (wayland_protocols.HERE / "protocols" / "LICENSE").read_text()
+    assert all(path.name in licence for path in wayland_protocols.XML)

@@ -116,6 +116,24 @@ def test_pause_and_resume_show_in_status_and_the_audit_log(
     assert [row["k"] for row in json.loads(out)] == ["resume", "pause"]
 
 
+def test_pause_toggle_pauses_then_resumes_for_a_compositor_key_binding(
+    imported: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "pause", "--toggle")[1].strip() == "capture paused until resumed"
+    assert json.loads(run(capsys, "status", "--json")[1])["capture"] == "paused until resumed"
+    assert run(capsys, "pause", "--toggle")[1].strip() == "capture resumed"
+    assert json.loads(run(capsys, "status", "--json")[1])["capture"] == "active"
+
+
+def test_the_capture_backend_is_a_checked_config_key(
+    imported: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "config", "--backend", "gnome")
+    assert code != 0 and "capture_backend" in err and "Traceback" not in err
+    code, out, _ = run(capsys, "config", "--backend", "wlroots")
+    assert code == 0 and "capture_backend: wlroots" in out
+
+
 def test_deny_list_edits_are_config_events(
     imported: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

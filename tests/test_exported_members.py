@@ -56,11 +56,15 @@ def test_capture_exports_its_backends_trigger_and_redaction_record() -> None:
         "OcrEngine",
         "Probe",
         "Redaction",
+        "Screen",
+        "Session",
         "TextReader",
         "Trigger",
         "VisibleWindow",
+        "WlrootsProbe",
         "X11Probe",
         "backends",
+        "session",
     ]
 
 

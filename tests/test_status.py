@@ -32,7 +32,7 @@ STATUS_KEYS = [
     "redact", "encrypted_text_frames", "thumbnails", "encrypted_thumbnails", "encrypt_text",
     "encrypt_thumbnails", "key_store", "key_problem", "key_weak", "encryption_available",
     "deny_apps", "pause_hotkey", "search", "views_lag", "views_behind_why", "config_problem",
-    "config_weakened", "damage", "skipped_events",
+    "config_weakened", "damage", "skipped_events", "backend", "abilities",
 ]  # fmt: skip
 # The spec's "Status fields" table, for `MemoryStore.stats()`.
 SPEC_STATS = [
@@ -195,3 +195,20 @@ def test_store_stats_has_the_spec_fields_and_agrees_with_status(home: Path) -> N
         assert getattr(status, name) == value, name
     assert stats.oldest is not None and stats.oldest.tzinfo is not None
     assert (stats.frames, stats.apps, stats.text_sources) == (2, 2, {"ax": 0, "none": 0, "ocr": 2})
+
+
+def test_without_a_daemon_status_says_which_backend_start_would_use_or_why_none(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("DISPLAY", "SWAYSOCK", "HYPRLAND_INSTANCE_SIGNATURE", "XDG_SESSION_TYPE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("WAYLAND_DISPLAY", "wayland-1")
+    monkeypatch.setenv("XDG_CURRENT_DESKTOP", "sway")
+    shown = status_of(home)
+    assert shown.backend == "wlroots"
+    assert shown.abilities == ["would be used by `backscroll start` (Wayland, sway)"]
+    monkeypatch.setenv("XDG_CURRENT_DESKTOP", "GNOME")
+    shown = status_of(home)
+    assert shown.backend is None
+    assert "GNOME Wayland session is not supported yet" in shown.abilities[0]
+    assert "desktop:   no capture backend here" in render(shown)

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from backscroll.cli._common import App, Home, Json, Since, emit_json, on_off, open_store, window
+from base.clock import now_us
 from base.errors import UsageError
 
 deny_app = typer.Typer(
@@ -31,14 +32,25 @@ def register(app: typer.Typer) -> None:
 
 def pause(
     duration: Annotated[str | None, typer.Argument(help="30m, 2h, … (omit: until resumed)")] = None,
+    toggle: Annotated[
+        bool,
+        typer.Option(
+            "--toggle", help="Resume if paused, else pause: for a compositor's key binding."
+        ),
+    ] = False,
     home: Home = None,
 ) -> None:
     """Pause capture, optionally for a while."""
     from backscroll.actions import pause as pause_
     from backscroll.actions import pause_until
+    from backscroll.actions import resume as resume_
 
     until = pause_until(duration)
     with open_store(home) as store:
+        if toggle and store.state().pause.active(now_us()):
+            resume_(store)
+            typer.echo("capture resumed")
+            return
         pause_(store, until)
     shown = f"until {until.astimezone():%H:%M}" if until else "until resumed"
     typer.echo(f"capture paused {shown}")
@@ -105,6 +117,9 @@ def config(
     hotkey: Annotated[
         str | None, typer.Option(help="Pause hotkey, e.g. '<ctrl>+<alt>+m' ('' = off).")
     ] = None,
+    backend: Annotated[
+        str | None, typer.Option(help="Capture backend: auto, x11 or wlroots.")
+    ] = None,
     home: Home = None,
     json: Json = False,
 ) -> None:
@@ -120,6 +135,7 @@ def config(
         "storage_cap_mb": cap,
         "retention_days": retention,
         "pause_hotkey": hotkey,
+        "capture_backend": backend,
     }
     changes = {k: v for k, v in changes.items() if v is not None}
     with open_store(home) as store:

@@ -24,6 +24,7 @@ METAVARS = {
     "retention": "DAYS",
     "hotkey": "KEYS",
     "trigger": "events|interval",
+    "backend": "auto|x11|wlroots",
     "log_file": "PATH",
     "save": "FILE",
     "out": "DIR",

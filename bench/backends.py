@@ -1,0 +1,248 @@
+"""The capture backends side by side: X11 (Xvfb + openbox) and wlroots (headless sway).
+
+    cd /work/main && .venv/bin/python -m bench.backends [--frames 60] [--idle 30]
+
+For each backend, on its own private desktop (``backscroll.desktop``, and
+``backscroll.wayland_desktop`` with sway and its windows run by an unprivileged user), one
+zenity --text-info window of prose, focused, with a foot or xterm terminal beside it:
+
+- **a frame without OCR**: the daemon's own ``Daemon._capture`` (grab of the window's
+  monitor, the visible windows for the deny-list black-out, signature, AT-SPI text,
+  thumbnail, encryption, the fsynced append) after the backend's ``probe.frontmost()``,
+  ``--frames`` times, reason ``app_change`` so that no frame is skipped as a duplicate; the
+  bare grab (``backends.screen.grab``) is timed alone beside it;
+- **idle CPU**: ``backscroll start`` on the unchanged screen, its CPU over ``--idle`` seconds
+  once its first frame is stored (target <= 1 % of a core on every backend);
+- on sway, **OCR at scale 1 and 2**: a foot terminal of real words, its window region grabbed
+  with the output at scale 1, then 2 (the same text drawn with twice the pixels), read by
+  Tesseract as the daemon reads it: the share of the distinct words found, and the OCR time.
+
+The two backends run in the same process one after the other, so the X11 rows are the
+baseline of the sway rows. Writes ``bench/results/backends.txt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from backscroll.desktop import headless_desktop, wait_for
+from backscroll.wayland_desktop import sway_desktop
+from bench._corpus import cpu_model
+from bench._stats import percentile
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results" / "backends.txt"
+PROSE = (
+    "The quarterly invoice from Acme Corporation totals 4,200 euros and is due on Friday. "
+    "Payment terms are thirty days; late fees apply after the second reminder.\n"
+) * 12
+LOG_LINES = [f"2026-12-02 06:{i:02d}:00 db: connect ECONNREFUSED 127.0.0.1:5432" for i in range(30)]
+
+
+def say(line: str, out: list[str]) -> None:
+    print(line, flush=True)
+    out.append(line)
+
+
+@contextlib.contextmanager
+def x11_desktop() -> Iterator[tuple[dict[str, str], Any]]:
+    with headless_desktop() as desk:
+        desk.open_xterm(LOG_LINES, "server log")
+        notes = desk.open_zenity_text(PROSE, "notes")
+        desk.activate(notes.window_id)
+        desk.settle()
+        yield {**desk.env}, desk
+
+
+@contextlib.contextmanager
+def wayland_desktop() -> Iterator[tuple[dict[str, str], Any]]:
+    with sway_desktop() as desk:
+        desk.open_foot(LOG_LINES, "server log")
+        notes = desk.open_zenity_text(PROSE, "notes")
+        desk.focus(notes)
+        time.sleep(1.0)  # GTK's first redraws
+        yield desk.daemon_env, desk
+
+
+def frame_costs(env: dict[str, str], frames: int) -> tuple[list[float], list[float]]:
+    """(whole frames, bare grabs) in ms, in a fresh home with the default config."""
+    from backscroll.daemon import Daemon
+    from capture.platform import backends
+
+    with tempfile.TemporaryDirectory() as folder:
+        daemon = Daemon(Path(folder) / "home")
+        config = daemon.config()
+        daemon.backends = backends(environ=env)
+        try:
+            whole, bare = [], []
+            for i in range(frames + 2):
+                started = time.perf_counter()
+                front = daemon.backends.probe.frontmost()
+                assert front is not None, "no focused window"
+                outcome = daemon._capture(config, "app_change", front, time.monotonic())
+                elapsed = (time.perf_counter() - started) * 1000
+                assert outcome == "captured", outcome
+                started = time.perf_counter()
+                daemon.backends.screen.grab(front.geometry)
+                grab = (time.perf_counter() - started) * 1000
+                if i >= 2:  # the first frames load modules and the key
+                    whole.append(elapsed)
+                    bare.append(grab)
+            return whole, bare
+        finally:
+            daemon._reader.shutdown()
+            daemon.backends.close()
+            daemon.store.close()
+            os.close(daemon._lock_fd)
+
+
+# Real prose of a terminal session: 60 distinct words, long and short.
+_SENTENCES = (
+    "the kernel reported an unexpected interrupt while the scheduler balanced runnable tasks",
+    "between cores during heavy compilation of the documentation package and its manuals",
+    "postgres refused connections because the listener on port 5432 was never started",
+    "retry with exponential backoff after checking firewall rules and certificate expiry",
+    "deployment succeeded for eleven services although three health probes timed out",
+)
+WORDS = " ".join(_SENTENCES).split()
+
+
+def ocr_at_scales(desk: Any) -> list[str]:
+    """Words found by OCR in one foot window at output scale 1 and 2 (see the docstring)."""
+    from backscroll.grabs import window_region
+    from capture.platform import backends
+
+    lines = list(_SENTENCES) * 4
+    term = desk.open_foot(lines, "words")
+    desk.focus(term)
+    rows = []
+    try:
+        for scale in (1, 2):
+            desk.swaymsg(f"output HEADLESS-1 scale {scale}")
+            desk.focus(term)
+            time.sleep(1.0)  # foot redraws at the new scale
+            found = backends(environ=desk.daemon_env)
+            try:
+                front = found.probe.frontmost()
+                assert front is not None
+                image, monitor = found.screen.grab(front.geometry)
+                region = window_region(image, front.geometry, monitor)
+                started = time.perf_counter()
+                text = found.ocr.text(region).lower()
+                ms = (time.perf_counter() - started) * 1000
+            finally:
+                found.close()
+            read = {w.strip(".,;:") for w in text.split()}
+            hits = sum(1 for w in set(WORDS) if w in read)
+            rows.append(
+                f"scale {scale}: window {region.width}x{region.height} px, "
+                f"{hits}/{len(set(WORDS))} distinct words found, OCR {ms:.0f} ms"
+            )
+    finally:
+        desk.swaymsg("output HEADLESS-1 scale 1")
+        desk.close(term)
+    return rows
+
+
+def idle_cpu(env: dict[str, str], seconds: float) -> tuple[float, int]:
+    """The daemon's CPU (% of one core) over ``seconds`` of an unchanged screen, and the
+    frames it stored meanwhile."""
+    with tempfile.TemporaryDirectory() as folder:
+        home = Path(folder) / "home"
+        base = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+        run_env = base | env | {"BACKSCROLL_HOME": str(home)}
+        with open(Path(folder) / "daemon.log", "wb") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "backscroll", "start"],
+                env=run_env,
+                cwd=REPO,
+                stdout=log,
+                stderr=log,
+            )
+        try:
+            wait_for(lambda: _frames(run_env) >= 1, "the first frame", 60)
+            time.sleep(3.0)
+            before, frames_before = _cpu(process.pid), _frames(run_env)
+            time.sleep(seconds)
+            used = _cpu(process.pid) - before
+            return 100 * used / seconds, _frames(run_env) - frames_before
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def _cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _frames(env: dict[str, str]) -> int:
+    done = subprocess.run(
+        [sys.executable, "-m", "backscroll", "status", "--json"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    if done.returncode != 0:
+        return 0
+    import json
+
+    return int(json.loads(done.stdout)["frames"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=60)
+    parser.add_argument("--idle", type=float, default=30.0)
+    args = parser.parse_args(argv)
+    out: list[str] = []
+    say(f"# bench.backends, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", out)
+    say(f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}", out)
+    say(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", out)
+    say(f"command: python -m bench.backends --frames {args.frames} --idle {args.idle:g}", out)
+    say("", out)
+    say(
+        "backend   frame w/o OCR p50 / p90 ms   bare grab p50 / p90 ms   idle CPU   frames idle",
+        out,
+    )
+    rows: dict[str, tuple[float, float]] = {}
+    for name, desktop in (("x11", x11_desktop), ("wlroots", wayland_desktop)):
+        with desktop() as (env, _desk):
+            whole, bare = frame_costs(env, args.frames)
+            percent, extra = idle_cpu(env, args.idle)
+        p50, p90 = percentile(whole, 0.5), percentile(whole, 0.9)
+        rows[name] = (p50, p90)
+        say(
+            f"{name:<9} {p50:>10.1f} / {p90:<10.1f}        "
+            f"{percentile(bare, 0.5):>7.1f} / {percentile(bare, 0.9):<7.1f}        "
+            f"{percent:>5.2f} %   {extra}",
+            out,
+        )
+    say("", out)
+    say("OCR of a foot window (DejaVu Sans Mono 11) on sway, output scale 1 then 2:", out)
+    with sway_desktop() as desk:
+        for line in ocr_at_scales(desk):
+            say(f"  {line}", out)
+    ratio = rows["wlroots"][0] / rows["x11"][0]
+    say("", out)
+    say(f"RESULT sway frame p50 is {ratio:.2f}x the X11 frame p50 in the same run", out)
+    say(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", out)
+    RESULTS.write_text("\n".join(out) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

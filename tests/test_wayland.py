@@ -1,0 +1,311 @@
+"""The real capture daemon on a real headless sway (wlroots backend), windows run by another
+user, as on a person's Wayland desktop (backscroll/wayland_desktop.py).
+
+Skipped, saying what to install, where sway, foot or wtype are missing; on CI (``CI`` set)
+a missing package fails instead, as ``make install`` installs them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backscroll.daemon import RETRY_SECONDS
+from backscroll.desktop import wait_for
+from backscroll.store import MemoryStore
+from backscroll.wayland_desktop import SwayDesktop, missing_packages, sway_desktop
+from query.search import Hit
+from tests.residue import files_containing
+
+FAST = ["config", "--poll", "0.2", "--min-interval", "0.5", "--interval", "30"]
+_MISSING = missing_packages()
+pytestmark = pytest.mark.skipif(
+    bool(_MISSING) and not os.environ.get("CI"),
+    reason=f"the sway desktop needs: apt-get install -y {' '.join(_MISSING)}",
+)
+
+
+class Daemon:
+    """``backscroll start`` as a process of the caller against the sway desktop."""
+
+    def __init__(self, desk: SwayDesktop, home: Path) -> None:
+        self.home = home
+        env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+        self.env = env | desk.daemon_env | {"BACKSCROLL_HOME": str(home)}
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = home.parent / "daemon.log"
+
+    def cli(self, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "backscroll", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def start(self) -> None:
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "backscroll", "start"], env=self.env, stdout=log, stderr=log
+            )
+        wait_for(lambda: (self.home / "daemon.json").exists(), "the daemon's heartbeat")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            self.process.wait(timeout=30)
+
+    def close(self) -> None:
+        self.stop()
+        if self.log.exists():
+            sys.stderr.write(self.log.read_text()[-4000:])
+
+    def frames(self) -> list[Hit]:
+        with MemoryStore(self.home) as store:
+            return store.timeline(limit=500)
+
+    def status(self) -> dict[str, Any]:
+        result: dict[str, Any] = json.loads(self.cli("status", "--json"))
+        return result
+
+
+def quiet(daemon: Daemon, seconds: float = 2.0) -> list[Hit]:
+    """The frames after ``seconds`` of letting the daemon run with nothing new on screen."""
+    time.sleep(seconds)
+    return daemon.frames()
+
+
+@pytest.fixture(scope="module")
+def sway() -> Iterator[SwayDesktop]:
+    with sway_desktop() as desk:
+        yield desk
+
+
+@pytest.fixture
+def daemon(sway: SwayDesktop, backscroll_home: Path) -> Iterator[Daemon]:
+    running = Daemon(sway, backscroll_home)
+    running.cli(*FAST)
+    yield running
+    running.close()
+    sway.close()
+
+
+def test_ocr_and_accessibility_text_and_status_names_the_wayland_backend(
+    sway: SwayDesktop, daemon: Daemon
+) -> None:
+    term = sway.open_foot(["db: connect ECONNREFUSED 127.0.0.1:5432"] * 3, "server log")
+    gtk = sway.open_zenity_text(
+        "The quarterly invoice INV-77120 from Acme Corporation is due in December.", "Invoice"
+    )
+    sway.focus(term)
+    daemon.start()
+    wait_for(lambda: any(f.app == "foot" for f in daemon.frames()), "the terminal's frame")
+    sway.focus(gtk)
+    wait_for(lambda: daemon.frames()[-1].app == "zenity", "the invoice's frame")
+    with MemoryStore(daemon.home) as store:
+        (hit,) = store.search("econnrefused")
+        assert (hit.app, hit.title, hit.text_source) == ("foot", "server log", "ocr")
+        assert {h.text_source for h in store.search("quarterly invoice")} == {"ax"}
+    status = daemon.status()
+    assert status["backend"] == "wlroots"
+    assert any("wlr-screencopy" in line for line in status["abilities"])
+    assert "no global key grab" in status["daemon"]["hotkey_problem"]
+    shown = daemon.cli("status")
+    assert "desktop:   wlroots" in shown and "backscroll pause --toggle" in shown
+    # The compositor's key binding runs this: it pauses, then resumes.
+    daemon.cli("pause", "--toggle")
+    wait_for(lambda: daemon.status()["daemon"]["last_outcome"] == "paused", "the pause")
+    assert daemon.cli("pause", "--toggle").strip() == "capture resumed"
+
+
+def test_a_switch_between_two_windows_with_the_same_app_and_title_is_captured(
+    sway: SwayDesktop, daemon: Daemon
+) -> None:
+    first = sway.open_foot(["marmoset deployment finished"] * 8, "bash")
+    second = sway.open_foot(["quetzal migration failed"] * 8, "bash")
+    sway.focus(first)
+    daemon.start()
+    wait_for(lambda: len(daemon.frames()) == 1, "the first window's frame")
+    sway.focus(second)
+    wait_for(lambda: len(daemon.frames()) == 2, "the second window's frame")
+    assert daemon.frames()[-1].reason == "title_change"
+    with MemoryStore(daemon.home) as store:
+        assert [h.id for h in store.search("quetzal")] == [daemon.frames()[-1].id]
+    # Unchanged: nothing more (dedupe and the trigger), however long it stays.
+    assert len(quiet(daemon)) == 2
+
+
+def test_a_denied_window_is_never_captured_and_is_blacked_out_beside_another(
+    sway: SwayDesktop, daemon: Daemon
+) -> None:
+    vault = sway.open_foot(["vaultsecretword"] * 30, "KeePassXC - vault")
+    sway.focus(vault)
+    daemon.start()
+    frames = quiet(daemon, 2.5)
+    assert all("KeePassXC" not in f.title for f in frames)
+    assert daemon.status()["daemon"]["last_outcome"] == "denied"
+    other = sway.open_zenity_text("An ordinary document about gardening.", "Garden notes")
+    sway.focus(other)
+    hit = wait_for(lambda: [f for f in daemon.frames() if f.app == "zenity"], "a frame")[0]
+    with MemoryStore(daemon.home) as store:
+        jpeg = store.thumbnail(hit)
+    assert jpeg is not None
+    from PIL import Image
+
+    rect = next(v["rect"] for v in sway.views() if v["id"] == vault.con_id)
+    image = Image.open(BytesIO(jpeg)).convert("L")
+    scale = image.width / 1920
+    box = (
+        int(rect["x"] * scale) + 2,
+        int(rect["y"] * scale) + 2,
+        int((rect["x"] + rect["width"]) * scale) - 2,
+        int((rect["y"] + rect["height"]) * scale) - 2,
+    )
+    # foot paints white: only the black-out makes the denied window's half dark.
+    assert image.crop(box).getextrema()[1] < 40, "the denied window's pixels were kept"
+    assert files_containing(daemon.home, "vaultsecretword") == []
+
+
+def test_a_secret_on_screen_is_stored_redacted(sway: SwayDesktop, daemon: Daemon) -> None:
+    daemon.cli("config", "--encrypt-text", "on")
+    term = sway.open_foot(
+        ["export DB_PASSWORD=hunter2horsebattery", "status: flibbertigibbet ready"], "shell"
+    )
+    sway.focus(term)
+    daemon.start()
+    wait_for(lambda: daemon.frames(), "a frame")
+    with MemoryStore(daemon.home) as store:
+        (hit,) = wait_for(lambda: store.search("flibbertigibbet"), "the frame in search")
+        text = store.get(hit.id).text or ""
+    assert "[REDACTED:password]" in text and "hunter2horsebattery" not in text
+    daemon.stop()
+    for word in ("hunter2horsebattery", "flibbertigibbet"):
+        assert files_containing(daemon.home, word) == []
+
+
+def test_a_window_closed_mid_capture_costs_nothing_and_capture_goes_on(
+    sway: SwayDesktop, daemon: Daemon
+) -> None:
+    keep = sway.open_foot(["a window that stays"] * 4, "stays")
+    sway.focus(keep)
+    daemon.start()
+    wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+    for round_ in range(3):
+        gone = sway.open_foot([f"short lived {round_}"] * 4, f"gone {round_}")
+        sway.focus(gone)
+        sway.close(gone)  # often while the worker grabs or reads it
+    sway.focus(keep)
+    sway.close()
+    later = sway.open_foot(["the window after"] * 4, "after")
+    sway.focus(later)
+    wait_for(lambda: daemon.frames()[-1].title == "after", "a frame after the closes")
+    assert daemon.status()["daemon"]["problem"] is None
+    assert "Traceback" not in daemon.log.read_text()
+
+
+def test_a_monitor_added_while_the_daemon_runs_and_a_window_on_it_is_grabbed_alone(
+    sway: SwayDesktop, daemon: Daemon
+) -> None:
+    from PIL import Image
+
+    first = sway.open_foot(["on the first monitor"] * 4, "first")
+    sway.focus(first)
+    daemon.start()
+    wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+    sway.swaymsg("create_output")
+    second = next(o for o in _outputs(sway) if o != "HEADLESS-1")
+    # 1280x1024: a thumbnail of this output alone has another shape than one of the first
+    # output (16:9) or of both side by side.
+    sway.swaymsg(f"output {second} mode 1280x1024 position 1920 0")
+    sway.swaymsg(f"focus output {second}")
+    other = sway.open_foot(["zanzibar on the second monitor"] * 4, "second")
+    sway.focus(other)
+    hit = wait_for(
+        lambda: [f for f in daemon.frames() if f.title == "second"], "the second monitor's frame"
+    )[0]
+    with MemoryStore(daemon.home) as store:
+        jpeg = store.thumbnail(hit)
+        assert [h.id for h in store.search("zanzibar")] == [hit.id]
+    assert jpeg is not None and Image.open(BytesIO(jpeg)).size == (480, 384)
+    # sway 1.7 can neither unplug nor disable a headless output: it stays, unfocused.
+    sway.swaymsg("focus output HEADLESS-1")
+
+
+def test_a_scale_2_output_is_grabbed_at_its_pixels_and_thumbnailed_at_the_set_width(
+    sway: SwayDesktop,
+) -> None:
+    from capture import screen
+    from capture.platform import backends
+
+    sway.swaymsg("focus output HEADLESS-1")
+    term = sway.open_foot(["drawn at scale two"] * 4, "scaled")
+    sway.swaymsg("output HEADLESS-1 scale 2")
+    try:
+        sway.focus(term)
+        found = backends(environ=sway.daemon_env)
+        try:
+            front = found.probe.frontmost()
+            assert front is not None
+            image, monitor = found.screen.grab(front.geometry)
+        finally:
+            found.close()
+        # What a person sees is 960x540 logical points drawn with 1920x1080 pixels.
+        assert (monitor.width, monitor.height, monitor.scale) == (960, 540, 2.0)
+        assert image.size == (1920, 1080)
+        from PIL import Image
+
+        assert Image.open(BytesIO(screen.thumbnail(image, 480))).size == (480, 270)
+    finally:
+        sway.swaymsg("output HEADLESS-1 scale 1")
+        sway.close()
+
+
+def _outputs(sway: SwayDesktop) -> list[str]:
+    return [o["name"] for o in json.loads(sway.swaymsg("-t", "get_outputs", raw=True))]
+
+
+def test_the_compositor_going_away_pauses_capture_and_it_resumes_when_it_comes_back(
+    backscroll_home: Path,
+) -> None:
+    with sway_desktop() as desk:
+        daemon = Daemon(desk, backscroll_home)
+        try:
+            daemon.cli(*FAST)
+            before = desk.open_foot(["before the compositor went away"] * 3, "before")
+            desk.focus(before)
+            daemon.start()
+            wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+
+            desk.stop_compositor()
+            problem = wait_for(lambda: daemon.status()["daemon"].get("problem"), "the reason")
+            assert problem.startswith("display unavailable")
+            assert daemon.status()["daemon"]["state"] == "running"
+            wait_for(
+                lambda: "cannot connect" in daemon.status()["daemon"]["problem"],
+                "a failed reconnection",
+                RETRY_SECONDS + 5,
+            )
+
+            desk.start_compositor()
+            after = desk.open_foot(["after the compositor came back"] * 3, "after")
+            desk.focus(after)
+            wait_for(lambda: daemon.frames()[-1].title == "after", "a frame after the restart")
+            assert daemon.status()["daemon"]["problem"] is None
+            daemon.stop()
+            assert daemon.cli("verify").strip().endswith("healthy")
+            assert "Traceback" not in daemon.log.read_text()
+        finally:
+            daemon.close()
