@@ -261,6 +261,10 @@ class Daemon:
         from capture import screen
 
         captured_us = now_us()
+        # A browser's page address is read before any pixel: a denied site is never grabbed.
+        url = self._page_url(front.pid)
+        if url and grabs.denied(config, front.app, front.title, url):
+            return "denied"
         ax_text = self._reader.submit(self._ax_text, front.pid)
         image, monitor = screen.grab(front.geometry, display=self.backends.display)
         with self._x_lock:
@@ -293,6 +297,7 @@ class Daemon:
             jpeg=screen.thumbnail(image, config.thumbnail_width, config.thumbnail_quality),
             signature=grabs.event_signature(sig),
             monitor=(monitor.index, monitor.left, monitor.top, monitor.width, monitor.height),
+            url=url,
         )
         crypto = self._crypto(config)
         with self.store.log.batch() as batch:
@@ -312,6 +317,15 @@ class Daemon:
             return self.backends.ax.window_text(pid, max_chars=20000)
         except BackscrollError as exc:
             log.info("accessibility text unavailable: %s", exc)
+            return ""
+
+    def _page_url(self, pid: int | None) -> str:
+        if not pid:
+            return ""
+        try:
+            return self.backends.ax.window_url(pid)
+        except BackscrollError as exc:
+            log.info("page address unavailable: %s", exc)
             return ""
 
     def _text(

@@ -385,6 +385,7 @@ def hit_dict(hit: Hit) -> dict[str, Any]:
         "time": hit.when.astimezone().isoformat(timespec="seconds"),
         "app": hit.app,
         "title": hit.title,
+        "url": hit.url,
         "text_source": hit.text_source,
         "encrypted": hit.encrypted,
         "reason": hit.reason,

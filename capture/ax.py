@@ -12,11 +12,16 @@ How it is found, on the session's accessibility bus (dbus-fast, pure Python):
    Unique names are never reused on a bus, so the answers are cached.
 3. The application's top-level children are its windows; the one in state ACTIVE is the
    focused one (else the first that is SHOWING).
-4. Its text: one ``org.a11y.atspi.Collection.GetMatches`` call finds every SHOWING
+4. In a browser or an Electron app the window holds a web document (role DOCUMENT_WEB):
+   then the page is read, not the window, so the browser's own chrome (tab strip, toolbar
+   buttons, address bar, infobars) is not frame text; ``window_url`` gives the page's
+   address (the Document interface's ``DocURL`` attribute in Firefox, ``URI`` in Chromium).
+5. Its text: one ``org.a11y.atspi.Collection.GetMatches`` call finds every SHOWING
    descendant with the Text interface (GTK, Firefox and Chromium implement Collection);
    Qt does not, so a bounded breadth-first walk does the same there. ``Text.GetText``
    then reads each one, and the names of tabs, buttons, list items, table cells, links
-   and headings are added. Password fields (role PASSWORD_TEXT) are never read.
+   and headings are added. Password fields (role PASSWORD_TEXT) are never read, neither
+   their text nor their name.
 
 The text includes the parts of a long document that are scrolled out of view. Reads run on
 a private event loop in one daemon thread, reuse the bus connection, and stop at
@@ -34,7 +39,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -47,6 +52,7 @@ ROOT_PATH = "/org/a11y/atspi/accessible/root"
 ACCESSIBLE = "org.a11y.atspi.Accessible"
 COLLECTION = "org.a11y.atspi.Collection"
 TEXT = "org.a11y.atspi.Text"
+DOCUMENT = "org.a11y.atspi.Document"
 
 # AtspiRole values (at-spi2-core atspi-constants.h).
 ROLE_LINK = 88
@@ -58,6 +64,7 @@ ROLE_PASSWORD_TEXT = 40
 ROLE_PUSH_BUTTON = 43
 ROLE_TABLE_CELL = 56
 ROLE_TREE_ITEM = 91
+ROLE_DOCUMENT_WEB = 95
 # Roles whose accessible *name* is visible text (a tab's title, a button's label) even when
 # they have no Text interface.
 NAMED_ROLES = (
@@ -87,6 +94,10 @@ BATCH = 32
 # After finding no accessibility bus, don't look again for this long: each attempt costs
 # a connection to the session bus.
 RETRY_AFTER_S = 30.0
+
+# The page addresses a frame keeps: web pages and local files. Other schemes are an app's
+# own pages (an Electron app's ``vscode-file://``, a browser's ``chrome://newtab``).
+URL_SCHEMES = ("http://", "https://", "file://")
 
 _UNKNOWN = (
     "org.freedesktop.DBus.Error.UnknownMethod",
@@ -124,12 +135,15 @@ class AxReader:
         """The focused window's text of the app with ``pid``, at most ``max_chars``."""
         if not pid or pid <= 0 or max_chars <= 0 or time.monotonic() < self._retry_at:
             return ""
+        parts: list[str] = []
+        self._run(pid, timeout, self._collect(pid, max_chars, parts))
+        return _join(list(parts), max_chars)
+
+    def _run(self, pid: int, timeout: float, reading: Coroutine[Any, Any, None]) -> None:
+        """Run ``reading`` on the reader's loop for at most ``timeout`` seconds."""
         with self._lock:
-            parts: list[str] = []
             loop = self._start()
-            work = asyncio.run_coroutine_threadsafe(
-                self._read(pid, max_chars, timeout, parts), loop
-            )
+            work = asyncio.run_coroutine_threadsafe(self._bounded(pid, timeout, reading), loop)
             try:
                 # The coroutine stops itself at ``timeout``; the margin covers the hop.
                 work.result(timeout + 0.5)
@@ -145,7 +159,16 @@ class AxReader:
                 log.debug("AT-SPI read of pid %d failed: %s", pid, type(exc).__name__)
                 with contextlib.suppress(Exception):
                     asyncio.run_coroutine_threadsafe(self._disconnect(), loop).result(1.0)
-            return _join(list(parts), max_chars)
+
+    def window_url(self, pid: int | None, *, timeout: float = 1.0) -> str:
+        """The address of the page shown in the focused window of the app with ``pid``: ""
+        when it shows none (not a browser), or it is not a web or file address."""
+        if not pid or pid <= 0 or time.monotonic() < self._retry_at:
+            return ""
+        found: list[str] = []
+        self._run(pid, timeout, self._url(pid, found))
+        url = found[0] if found else ""
+        return url if url.lower().startswith(URL_SCHEMES) else ""
 
     def close(self) -> None:
         """Disconnect and stop the reader's thread."""
@@ -208,11 +231,23 @@ class AxReader:
 
     # ------------------------------------------------------------------ read
 
-    async def _read(self, pid: int, max_chars: int, timeout: float, parts: list[str]) -> None:
+    async def _bounded(self, pid: int, timeout: float, reading: Coroutine[Any, Any, None]) -> None:
         try:
-            await asyncio.wait_for(self._collect(pid, max_chars, parts), timeout)
+            await asyncio.wait_for(reading, timeout)
         except TimeoutError:
             log.debug("AT-SPI read of pid %d stopped at %.2f s", pid, timeout)
+
+    async def _url(self, pid: int, found: list[str]) -> None:
+        bus = await self._connect()
+        for app in await self._apps_of(bus, pid):
+            try:
+                window = await _focused_window(bus, app)
+                page = None if window is None else await _document(bus, window)
+                if page is not None:
+                    found.append(await _address(bus, page))
+                    return
+            except _CallError as exc:  # the app quit or hung up mid-read; the bus is fine
+                log.debug("AT-SPI app of pid %d failed: %s", pid, exc.name)
 
     async def _collect(self, pid: int, max_chars: int, parts: list[str]) -> None:
         bus = await self._connect()
@@ -222,7 +257,9 @@ class AxReader:
                 if window is None:
                     continue
                 try:
-                    texts, names = await _collection_nodes(bus, window)
+                    # A browser's page, not its chrome (tab strip, toolbar, address bar).
+                    root = await _document(bus, window) or window
+                    texts, names = await _collection_nodes(bus, root)
                 except _CallError as exc:
                     if exc.name not in _UNKNOWN:
                         raise
@@ -312,6 +349,27 @@ async def _focused_window(bus: MessageBus, app: str) -> Ref | None:
     return None
 
 
+async def _document(bus: MessageBus, window: Ref) -> Ref | None:
+    """The web page shown in ``window`` (its first SHOWING DOCUMENT_WEB: in tree order the
+    page comes before the frames it embeds), None when it shows none."""
+    found = await _matches(
+        bus, window, _rule(states=[STATE_SHOWING], roles=[ROLE_DOCUMENT_WEB]), count=1
+    )
+    return found[0] if found else None
+
+
+async def _address(bus: MessageBus, page: Ref) -> str:
+    """A web document's address: Firefox names the attribute ``DocURL``, Chromium ``URI``."""
+    for name in ("DocURL", "URI"):
+        try:
+            value = (await _call(bus, *page, DOCUMENT, "GetAttributeValue", "s", [name]))[0]
+        except _CallError:
+            continue
+        if isinstance(value, str) and value:
+            return value.strip()
+    return ""
+
+
 def _bits(values: Iterable[int], words: int) -> list[int]:
     """A match rule's bit set, as the signed 32-bit words D-Bus ``ai`` carries."""
     out = [0] * words
@@ -337,7 +395,9 @@ def _rule(
     ]
 
 
-async def _matches(bus: MessageBus, window: Ref, rule: list[Any]) -> list[Ref]:
+async def _matches(
+    bus: MessageBus, window: Ref, rule: list[Any], count: int = MAX_NODES
+) -> list[Ref]:
     body = await _call(
         bus,
         window[0],
@@ -345,7 +405,7 @@ async def _matches(bus: MessageBus, window: Ref, rule: list[Any]) -> list[Ref]:
         COLLECTION,
         "GetMatches",
         "(aiia{ss}iaiiasib)uib",
-        [rule, SORT_CANONICAL, MAX_NODES, True],
+        [rule, SORT_CANONICAL, count, True],
     )
     return [(name, path) for name, path in body[0]]
 
@@ -411,13 +471,14 @@ async def _read_texts(bus: MessageBus, refs: list[Ref], max_chars: int, parts: l
             return
         batch = refs[start : start + BATCH]
         replies = await asyncio.gather(
-            *(_call(bus, name, path, TEXT, "GetText", "ii", [0, budget]) for name, path in batch),
+            # -1: to the end. Firefox answers "" to an end offset past the text's length.
+            *(_call(bus, name, path, TEXT, "GetText", "ii", [0, -1]) for name, path in batch),
             return_exceptions=True,
         )
         for reply in replies:
             if isinstance(reply, BaseException):
                 continue  # that object went away
-            text = _clean(reply[0])
+            text = _clean(reply[0][:budget])
             if text:
                 parts.append(text)
                 budget -= len(text) + 1

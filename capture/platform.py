@@ -42,6 +42,10 @@ class TextReader(Protocol):
         self, pid: int | None, *, max_chars: int = 20000, timeout: float = 1.0
     ) -> str: ...
 
+    def window_url(self, pid: int | None, *, timeout: float = 1.0) -> str:
+        """The address of the page the focused window shows ("" when it is not a browser)."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -70,7 +70,7 @@ def deny_list(home: Home = None) -> None:
 
 @deny_app.command("add")
 def deny_add(pattern: str, home: Home = None) -> None:
-    """Never record apps or windows whose name or title contains PATTERN."""
+    """Never record apps, windows or sites whose name, title or address contains PATTERN."""
     from backscroll.actions import deny
 
     with open_store(home) as store:
@@ -221,7 +221,7 @@ def import_(
     ] = False,
     home: Home = None,
 ) -> None:
-    """Append frames from JSON Lines (ts, app, title, text, text_source, image)."""
+    """Append frames from JSON Lines (ts, app, title, text, text_source, image, url)."""
     from rich.progress import Progress
 
     from backscroll.actions import import_frames
