@@ -3,11 +3,12 @@
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# Capture (X11 probe, screenshots, OCR, AT-SPI), the test desktop, the keyring daemon, and
-# Chromium for the test that opens the HTML export as a person would, systemd-analyze for
-# the test that verifies the generated user unit.
+# Capture (X11 probe, screenshots, OCR, AT-SPI), the test desktop, the keyring daemon,
+# Chromium and Firefox ESR for the tests that record real browser windows (Chromium also
+# opens the HTML export as a person would), systemd-analyze for the test that verifies the
+# generated user unit.
 APT_PACKAGES := xvfb openbox xdotool x11-utils tesseract-ocr tesseract-ocr-eng zenity xterm \
-	gnome-keyring at-spi2-core dbus dbus-x11 fonts-dejavu-core chromium systemd
+	gnome-keyring at-spi2-core dbus dbus-x11 fonts-dejavu-core chromium firefox-esr systemd
 
 .PHONY: install system venv test lint unit bench run
 

@@ -82,6 +82,8 @@ class Daemon:
         self.hotkey_problem: str | None = None
         self._hotkey: Any = None
         self._hotkey_combo: str | None = None  # the combination listened for; None: none yet
+        self._announce: bool | None = None  # the announce_accessibility acted on; None: none
+        self._announced = False  # whether this daemon turned AT-SPI's IsEnabled on
         self._lock_fd = self._single_instance()
         self._pending: tuple[CaptureReason, Frontmost, float] | None = None
         self._wake = threading.Condition()
@@ -126,6 +128,7 @@ class Daemon:
         self._default_excepthook = threading.excepthook
         threading.excepthook = self._thread_failed
         self._follow_hotkey(config)
+        self._follow_announcement(config)
         threads = [
             threading.Thread(target=self._project, name="projector", daemon=True),
             threading.Thread(target=self._work, name="capture-worker", daemon=True),
@@ -146,6 +149,7 @@ class Daemon:
                 thread.join(timeout=30)
             self._reader.shutdown()
             self._stop_hotkey()
+            self._follow_announcement(config.replace(announce_accessibility=False))
             self.store.log.append(DaemonStopped(ts_us=now_us(), pid=os.getpid(), reason=reason))
             self.heartbeat.remove()
             threading.excepthook = self._default_excepthook
@@ -174,6 +178,7 @@ class Daemon:
                 self._reconnect(config)
                 continue
             self._follow_hotkey(config)
+            self._follow_announcement(config)
             self._beat(config)
             elapsed = time.monotonic() - started
             self.stop_event.wait(max(0.0, config.poll_seconds - elapsed))
@@ -463,7 +468,25 @@ class Daemon:
             self.hotkey_problem = f"{type(exc).__name__}: {exc}"
             log.warning("pause hotkey unavailable: %s", self.hotkey_problem)
 
+    def _follow_announcement(self, config: Config) -> None:
+        """Turn AT-SPI's IsEnabled on while ``announce_accessibility`` is, and back off when
+        it is turned off or the daemon stops, if (and only if) this daemon turned it on: a
+        screen reader's setting is never touched."""
+        from capture.ax import set_accessibility_enabled
+
+        if config.announce_accessibility == self._announce:
+            return
+        self._announce = config.announce_accessibility
+        if self._announce:
+            self._announced = set_accessibility_enabled(True) is False
+            if self._announced:
+                log.info("announced an assistive technology to apps (AT-SPI IsEnabled)")
+        elif self._announced:
+            set_accessibility_enabled(False)
+            self._announced = False
+
     def _stop_hotkey(self) -> None:
+
         if self._hotkey is not None:
             with contextlib.suppress(Exception):  # stopping it needs the connection that is gone
                 self._hotkey.stop()

@@ -63,6 +63,9 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     min_interval_seconds: Annotated[float, msgspec.Meta(ge=0, le=DAY_SECONDS)] = 2.0
     ax_min_chars: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 40
     ocr_backend: Literal["auto", "tesseract", "always"] = "auto"
+    announce_accessibility: bool = True
+    """While the daemon runs, tell apps an assistive technology is present (AT-SPI
+    ``IsEnabled``), so that Firefox and Qt apps publish their text (README: Privacy)."""
     redact: bool = True
     encrypt_thumbnails: bool = True
     encrypt_text: bool = False

@@ -525,6 +525,50 @@ def _join(parts: list[str], max_chars: int) -> str:
     return "\n".join(kept)[:max_chars]
 
 
+STATUS = "org.a11y.Status"
+
+
+def set_accessibility_enabled(
+    enabled: bool, session_bus: str | None = None, *, timeout: float = 2.0
+) -> bool | None:
+    """Set ``org.a11y.Status.IsEnabled`` on the session's accessibility bus, as a screen
+    reader does; returns its value before (None: no accessibility bus to tell).
+
+    Apps that ask publish their tree only while it is true: Firefox (it follows a change at
+    run time), Qt. GTK 3 publishes regardless; Chromium and Electron ignore it (they need
+    ``--force-renderer-accessibility``; measured in bench/results/browsers.txt).
+    """
+    address = session_bus or os.environ.get("DBUS_SESSION_BUS_ADDRESS")
+    if not address:
+        return None
+
+    async def swap() -> bool | None:
+        from dbus_fast import Variant
+        from dbus_fast.aio import MessageBus
+
+        bus = await MessageBus(bus_address=address).connect()
+        try:
+            props = ("org.a11y.Bus", "/org/a11y/bus", "org.freedesktop.DBus.Properties")
+            try:
+                before = await _call(bus, *props, "Get", "ss", [STATUS, "IsEnabled"])
+                if bool(before[0].value) != enabled:
+                    await _call(
+                        bus, *props, "Set", "ssv", [STATUS, "IsEnabled", Variant("b", enabled)]
+                    )
+            except _CallError as exc:
+                log.debug("org.a11y.Status unavailable: %s", exc.name)
+                return None
+            return bool(before[0].value)
+        finally:
+            bus.disconnect()
+
+    try:
+        return asyncio.run(asyncio.wait_for(swap(), timeout))
+    except Exception as exc:  # no session bus, or it hung up: nothing to announce to
+        log.debug("could not reach the session bus: %s", type(exc).__name__)
+        return None
+
+
 _default: AxReader | None = None
 _default_lock = threading.Lock()
 

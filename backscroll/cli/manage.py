@@ -105,6 +105,10 @@ def config(
     hotkey: Annotated[
         str | None, typer.Option(help="Pause hotkey, e.g. '<ctrl>+<alt>+m' ('' = off).")
     ] = None,
+    announce_accessibility: Annotated[
+        str | None,
+        typer.Option(help="on or off: tell apps to publish their text (AT-SPI IsEnabled)."),
+    ] = None,
     home: Home = None,
     json: Json = False,
 ) -> None:
@@ -120,6 +124,7 @@ def config(
         "storage_cap_mb": cap,
         "retention_days": retention,
         "pause_hotkey": hotkey,
+        "announce_accessibility": on_off(announce_accessibility, "--announce-accessibility"),
     }
     changes = {k: v for k, v in changes.items() if v is not None}
     with open_store(home) as store:
