@@ -23,9 +23,10 @@ How it is found, on the session's accessibility bus (dbus-fast, pure Python):
    and headings are added. Password fields (role PASSWORD_TEXT) are never read, neither
    their text nor their name.
 
-The text includes the parts of a long document that are scrolled out of view. Reads run on
-a private event loop in one daemon thread, reuse the bus connection, and stop at
-``timeout`` with what they have. On the test desktop a zenity --text-info window took
+The text includes the parts of a long document that are scrolled out of view (GTK);
+Firefox and Chromium mark only what is on screen SHOWING, so a page gives its visible part.
+Reads run on a private event loop in one daemon thread, reuse the bus connection, and stop
+at ``timeout`` with what they have. On the test desktop a zenity --text-info window took
 2.5 ms at the median and 9 ms at p90; an app without AT-SPI (xterm) 0.3 ms to say ""
 (bench/results/capture.txt). Logs carry pids and error names, never text or titles.
 """

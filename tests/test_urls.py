@@ -208,3 +208,22 @@ def test_the_agent_tool_shows_the_address(imported: Path) -> None:
         MemoryTool().execute(object(), MemoryTool.Params(action="timeline", app="wiki.example"))
     )
     assert f"<{PAGE}>" in segments.output
+
+
+def test_reindex_redacts_addresses_stored_while_redaction_was_off(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], backscroll_home: Path
+) -> None:
+    run(capsys, "config", "--redact", "off")
+    source = tmp_path / "frames.jsonl"
+    source.write_text(json.dumps(FRAMES[1]) + "\n")
+    run(capsys, "import", str(source))
+    _, out, _ = run(capsys, "search", "marsupial", "--json")
+    assert "Zx8kQ2mP9vLr4TbN" in json.loads(out)["matches"][0]["url"]
+    run(capsys, "config", "--redact", "on")
+    code, _, err = run(capsys, "reindex", "-y")
+    assert code == 0, err
+    _, out, _ = run(capsys, "search", "marsupial", "--json")
+    assert json.loads(out)["matches"][0]["url"].endswith("token=[REDACTED:secret]&lang=en")
+    for path in backscroll_home.rglob("*"):
+        if path.is_file():
+            assert b"Zx8kQ2mP9vLr4TbN" not in path.read_bytes(), path
