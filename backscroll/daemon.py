@@ -486,7 +486,6 @@ class Daemon:
             self._announced = False
 
     def _stop_hotkey(self) -> None:
-
         if self._hotkey is not None:
             with contextlib.suppress(Exception):  # stopping it needs the connection that is gone
                 self._hotkey.stop()
