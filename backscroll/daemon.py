@@ -266,9 +266,10 @@ class Daemon:
         from capture import screen
 
         captured_us = now_us()
-        # A browser's page address is read before any pixel: a denied site is never grabbed.
-        url = self._page_url(front.pid)
-        if url and grabs.denied(config, front.app, front.title, url):
+        # Read before any pixel: a denied site, or a private window that only its accessible
+        # name tells (Chromium's "(Incognito)"), is never grabbed.
+        name, url = self._page(front.pid)
+        if (name or url) and grabs.denied(config, front.app, name, url):
             return "denied"
         ax_text = self._reader.submit(self._ax_text, front.pid)
         image, monitor = screen.grab(front.geometry, display=self.backends.display)
@@ -324,14 +325,14 @@ class Daemon:
             log.info("accessibility text unavailable: %s", exc)
             return ""
 
-    def _page_url(self, pid: int | None) -> str:
+    def _page(self, pid: int | None) -> tuple[str, str]:
         if not pid:
-            return ""
+            return "", ""
         try:
-            return self.backends.ax.window_url(pid)
+            return self.backends.ax.window_page(pid)
         except BackscrollError as exc:
             log.info("page address unavailable: %s", exc)
-            return ""
+            return "", ""
 
     def _text(
         self, config: Config, front: Frontmost, ax_text: Future[str], image: Image, monitor: Monitor

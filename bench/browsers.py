@@ -13,7 +13,7 @@ profile, in each of these setups:
 
 For each: whether the page's text comes over AT-SPI (``AxReader.window_text``, as the daemon
 reads it: the page's document, not the browser's chrome) and its address
-(``window_url``), the median time of a read, OCR of the window for comparison (characters,
+(``window_page``), the median time of a read, OCR of the window for comparison (characters,
 how many of the article's first paragraph's words it found, and whether it read the
 browser's chrome), and the browser's cost: the CPU time of all its processes from launch
 through 20 s idle and 10 reads a second apart, and their memory (PSS, summed over the
@@ -175,7 +175,7 @@ def measure(
         started = time.perf_counter()
         text = reader.window_text(window.pid, timeout=3.0)
         times.append((time.perf_counter() - started) * 1000)
-        url_read = reader.window_url(window.pid)
+        url_read = reader.window_page(window.pid).url
         time.sleep(1.0)
     pids = tree(window.pid)
     cpu = cpu_seconds(pids) - start_cpu
@@ -214,18 +214,18 @@ def address_cost() -> None:
         time.sleep(1.0)
         reader = AxReader(desk.bus_address)
         for name, window in windows.items():
-            reader.window_url(window.pid)
+            reader.window_page(window.pid)
             reader.window_text(window.pid)
             url_ms, text_ms = [], []
             for _ in range(30):
                 started = time.perf_counter()
-                reader.window_url(window.pid)
+                reader.window_page(window.pid)
                 url_ms.append((time.perf_counter() - started) * 1000)
                 started = time.perf_counter()
                 reader.window_text(window.pid)
                 text_ms.append((time.perf_counter() - started) * 1000)
             lines.append(
-                f"{name:<32} window_url p50 {statistics.median(url_ms):6.2f} ms "
+                f"{name:<32} window_page p50 {statistics.median(url_ms):6.2f} ms "
                 f"p90 {statistics.quantiles(url_ms, n=10)[-1]:6.2f} ms; baseline window_text "
                 f"p50 {statistics.median(text_ms):6.2f} ms"
             )
@@ -302,7 +302,7 @@ def main() -> None:
         "AX text: characters the daemon's read gave (the page's document only); page: the "
         "article's last paragraph, scrolled out of view, was in it (both browsers mark only "
         "what is on screen SHOWING); url: "
-        "window_url found the address; OCR words: share of the first paragraph's words OCR "
+        "window_page found the address; OCR words: share of the first paragraph's words OCR "
         "found in the window; OCR chrome: browser-chrome labels OCR read as text.",
         "Chrome words or the password in any AX text: "
         + (", ".join(f"{n}: {r['ax_chrome']}" for n, r in rows if r["ax_chrome"]) or "none")

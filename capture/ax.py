@@ -14,7 +14,7 @@ How it is found, on the session's accessibility bus (dbus-fast, pure Python):
    focused one (else the first that is SHOWING).
 4. In a browser or an Electron app the window holds a web document (role DOCUMENT_WEB):
    then the page is read, not the window, so the browser's own chrome (tab strip, toolbar
-   buttons, address bar, infobars) is not frame text; ``window_url`` gives the page's
+   buttons, address bar, infobars) is not frame text; ``window_page`` gives the page's
    address (the Document interface's ``DocURL`` attribute in Firefox, ``URI`` in Chromium).
 5. Its text: one ``org.a11y.atspi.Collection.GetMatches`` call finds every SHOWING
    descendant with the Text interface (GTK, Firefox and Chromium implement Collection);
@@ -41,7 +41,7 @@ import os
 import threading
 import time
 from collections.abc import Coroutine, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from dbus_fast.aio import MessageBus
@@ -120,6 +120,15 @@ class _CallError(Exception):
 Ref = tuple[str, str]  # (bus name, object path): one accessible object
 
 
+class Page(NamedTuple):
+    """What the daemon checks against the deny list before it grabs a window."""
+
+    name: str
+    """The focused window's accessible name: Chromium's says "(Incognito)" where its X
+    title does not."""
+    url: str
+
+
 class AxReader:
     """Reads windows' text over AT-SPI; ``session_bus`` defaults to $DBUS_SESSION_BUS_ADDRESS."""
 
@@ -161,15 +170,18 @@ class AxReader:
                 with contextlib.suppress(Exception):
                     asyncio.run_coroutine_threadsafe(self._disconnect(), loop).result(1.0)
 
-    def window_url(self, pid: int | None, *, timeout: float = 1.0) -> str:
-        """The address of the page shown in the focused window of the app with ``pid``: ""
-        when it shows none (not a browser), or it is not a web or file address."""
+    def window_page(self, pid: int | None, *, timeout: float = 1.0) -> Page:
+        """The focused window's accessible name and the address of the page it shows, of the
+        app with ``pid``: "" for what it does not publish (not a browser), and for an
+        address that is not a web or file address."""
         if not pid or pid <= 0 or time.monotonic() < self._retry_at:
-            return ""
-        found: list[str] = []
-        self._run(pid, timeout, self._url(pid, found))
-        url = found[0] if found else ""
-        return url if url.lower().startswith(URL_SCHEMES) else ""
+            return Page("", "")
+        found: list[Page] = []
+        self._run(pid, timeout, self._page(pid, found))
+        if not found:
+            return Page("", "")
+        name, url = found[0]
+        return Page(name, url if url.lower().startswith(URL_SCHEMES) else "")
 
     def close(self) -> None:
         """Disconnect and stop the reader's thread."""
@@ -238,15 +250,22 @@ class AxReader:
         except TimeoutError:
             log.debug("AT-SPI read of pid %d stopped at %.2f s", pid, timeout)
 
-    async def _url(self, pid: int, found: list[str]) -> None:
+    async def _page(self, pid: int, found: list[Page]) -> None:
         bus = await self._connect()
         for app in await self._apps_of(bus, pid):
             try:
                 window = await _focused_window(bus, app)
-                page = None if window is None else await _document(bus, window)
-                if page is not None:
-                    found.append(await _address(bus, page))
-                    return
+                if window is None:
+                    continue
+                name = await _name(bus, window)
+                try:
+                    document = await _document(bus, window)
+                except _CallError as exc:
+                    if exc.name not in _UNKNOWN:
+                        raise
+                    document = None  # no Collection (Qt): no web document either
+                found.append(Page(name, await _address(bus, document) if document else ""))
+                return
             except _CallError as exc:  # the app quit or hung up mid-read; the bus is fine
                 log.debug("AT-SPI app of pid %d failed: %s", pid, exc.name)
 
@@ -357,6 +376,14 @@ async def _document(bus: MessageBus, window: Ref) -> Ref | None:
         bus, window, _rule(states=[STATE_SHOWING], roles=[ROLE_DOCUMENT_WEB]), count=1
     )
     return found[0] if found else None
+
+
+async def _name(bus: MessageBus, ref: Ref) -> str:
+    reply = await _call(
+        bus, *ref, "org.freedesktop.DBus.Properties", "Get", "ss", [ACCESSIBLE, "Name"]
+    )
+    value = reply[0].value
+    return value.strip() if isinstance(value, str) else ""
 
 
 async def _address(bus: MessageBus, page: Ref) -> str:

@@ -22,6 +22,7 @@ from base.errors import CaptureError
 if TYPE_CHECKING:
     from PIL.Image import Image
 
+    from capture.ax import Page
     from capture.probe import Frontmost, VisibleWindow
 
 
@@ -42,8 +43,8 @@ class TextReader(Protocol):
         self, pid: int | None, *, max_chars: int = 20000, timeout: float = 1.0
     ) -> str: ...
 
-    def window_url(self, pid: int | None, *, timeout: float = 1.0) -> str:
-        """The address of the page the focused window shows ("" when it is not a browser)."""
+    def window_page(self, pid: int | None, *, timeout: float = 1.0) -> Page:
+        """The focused window's accessible name and its page's address ("" when none)."""
         ...
 
     def close(self) -> None: ...

@@ -216,3 +216,27 @@ def test_chromium_without_its_flag_is_read_by_ocr_and_has_no_address(
     hit = wait_for(lambda: latest(recorder, "chromium"), "Chromium's frame")
     assert (hit.text_source, hit.url) == ("ocr", "")
     assert "WALLABYTE" in text_of(recorder, hit)
+
+
+def test_a_chromium_incognito_window_is_denied_by_its_accessible_name(
+    desktop: Desktop, recorder: Daemon, tmp_path: Path
+) -> None:
+    notes = page(tmp_path, "notes.html", "Quokka notes", NOTES)
+    incognito = desktop.open_browser("chromium", notes.as_uri(), flags=["--incognito"])
+    desktop.activate(incognito.window_id)
+    title = wait_for(
+        lambda: (
+            (t := desktop.run(["xdotool", "getactivewindow", "getwindowname"]))
+            and "Quokka notes" in t
+            and t
+        ),
+        "the page's title",
+    )
+    assert "incognito" not in title.lower()  # the X title does not say it: AT-SPI does
+    recorder.start()
+    wait_for(lambda: ": denied" in recorder.log.read_text(), "the daemon to deny the window")
+    gtk = desktop.open_zenity_text("An unrelated window the daemon may record at once.", "Notes")
+    desktop.activate(gtk.window_id)
+    wait_for(lambda: latest(recorder, "zenity") is not None, "the next window's frame")
+    assert latest(recorder, "chromium") is None
+    assert files_containing(recorder.home, "WALLABYTE") == []
