@@ -3,12 +3,13 @@
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# Capture (X11 probe, screenshots, OCR, AT-SPI), the test desktop, the keyring daemon, and
-# Chromium for the test that opens the HTML export as a person would, systemd-analyze for
-# the test that verifies the generated user unit; sway (headless), foot and wtype for the
-# Wayland tests (pywayland's wheel bundles its own libwayland-client).
+# Capture (X11 probe, screenshots, OCR, AT-SPI), the test desktop, the keyring daemon,
+# Chromium and Firefox ESR for the tests that record real browser windows (Chromium also
+# opens the HTML export as a person would), systemd-analyze for the test that verifies the
+# generated user unit; sway (headless), foot and wtype for the Wayland tests (pywayland's
+# wheel bundles its own libwayland-client).
 APT_PACKAGES := xvfb openbox xdotool x11-utils tesseract-ocr tesseract-ocr-eng zenity xterm \
-	gnome-keyring at-spi2-core dbus dbus-x11 fonts-dejavu-core chromium systemd \
+	gnome-keyring at-spi2-core dbus dbus-x11 fonts-dejavu-core chromium firefox-esr systemd \
 	sway foot wtype
 
 .PHONY: install system venv test lint unit bench run

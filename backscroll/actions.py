@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,7 @@ from eventlog.events import (
     MAX_NAME,
     MAX_TEXT,
     MAX_TITLE,
+    MAX_URL,
     CapturePaused,
     CaptureResumed,
     DamageDiscarded,
@@ -163,6 +165,7 @@ def parse_import_line(line: str, now: int) -> Seen:
     source = row.get("text_source", "ocr" if row["text"] else "none")
     if source not in TEXT_SOURCES:
         raise UsageError(f"'text_source' must be one of {', '.join(TEXT_SOURCES)}")
+    url = _import_url(row.get("url", ""))
     jpeg = None
     image = row.get("image")
     if image is not None and image != "":
@@ -177,7 +180,27 @@ def parse_import_line(line: str, now: int) -> Seen:
         text_source=source,
         reason="import",
         jpeg=jpeg,
+        url=url,
     )
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^\x00-\x20\x7f]*")
+
+
+def _import_url(value: Any) -> str:
+    """An import row's optional page address: absolute (a scheme), one line, no spaces."""
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str) or not is_text(value):
+        raise UsageError(f"'url' must be a string, not {_shown(value)}")
+    if len(value) > MAX_URL:
+        raise UsageError(f"'url' is {len(value):,} characters; at most {MAX_URL:,}")
+    if not _URL.fullmatch(value):
+        raise UsageError(
+            f"'url' {_shown(value)} is not an address (scheme:…, without spaces or control "
+            "characters)"
+        )
+    return value
 
 
 FUTURE_US = 86_400_000_000

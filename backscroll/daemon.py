@@ -83,6 +83,8 @@ class Daemon:
         self.hotkey_problem: str | None = None
         self._hotkey: Any = None
         self._hotkey_combo: str | None = None  # the combination listened for; None: none yet
+        self._announce: bool | None = None  # the announce_accessibility acted on; None: none
+        self._announced = False  # whether this daemon turned AT-SPI's IsEnabled on
         self._lock_fd = self._single_instance()
         self._pending: tuple[CaptureReason, Frontmost, float] | None = None
         self._wake = threading.Condition()
@@ -128,6 +130,7 @@ class Daemon:
         self._default_excepthook = threading.excepthook
         threading.excepthook = self._thread_failed
         self._follow_hotkey(config)
+        self._follow_announcement(config)
         threads = [
             threading.Thread(target=self._project, name="projector", daemon=True),
             threading.Thread(target=self._work, name="capture-worker", daemon=True),
@@ -148,6 +151,7 @@ class Daemon:
                 thread.join(timeout=30)
             self._reader.shutdown()
             self._stop_hotkey()
+            self._follow_announcement(config.replace(announce_accessibility=False))
             self.store.log.append(DaemonStopped(ts_us=now_us(), pid=os.getpid(), reason=reason))
             self.heartbeat.remove()
             threading.excepthook = self._default_excepthook
@@ -176,6 +180,7 @@ class Daemon:
                 self._reconnect(config)
                 continue
             self._follow_hotkey(config)
+            self._follow_announcement(config)
             self._beat(config)
             elapsed = time.monotonic() - started
             self.stop_event.wait(max(0.0, config.poll_seconds - elapsed))
@@ -263,6 +268,11 @@ class Daemon:
         from capture import screen
 
         captured_us = now_us()
+        # Read before any pixel: a denied site, or a private window that only its accessible
+        # name tells (Chromium's "(Incognito)"), is never grabbed.
+        name, url = self._page(front.pid)
+        if (name or url) and grabs.denied(config, front.app, name, url):
+            return "denied"
         ax_text = self._reader.submit(self._ax_text, front.pid)
         image, monitor = self.backends.screen.grab(front.geometry)
         with self._x_lock:
@@ -299,6 +309,7 @@ class Daemon:
             jpeg=screen.thumbnail(image, config.thumbnail_width, config.thumbnail_quality),
             signature=grabs.event_signature(sig),
             monitor=(monitor.index, monitor.left, monitor.top, monitor.width, monitor.height),
+            url=url,
         )
         crypto = self._crypto(config)
         with self.store.log.batch() as batch:
@@ -319,6 +330,15 @@ class Daemon:
         except BackscrollError as exc:
             log.info("accessibility text unavailable: %s", exc)
             return ""
+
+    def _page(self, pid: int | None) -> tuple[str, str]:
+        if not pid:
+            return "", ""
+        try:
+            return self.backends.ax.window_page(pid)
+        except BackscrollError as exc:
+            log.info("page address unavailable: %s", exc)
+            return "", ""
 
     def _text(
         self, config: Config, front: Frontmost, ax_text: Future[str], image: Image, monitor: Monitor
@@ -459,6 +479,23 @@ class Daemon:
         except Exception as exc:  # pynput raises many kinds where it cannot work
             self.hotkey_problem = f"{type(exc).__name__}: {exc}"
             log.warning("pause hotkey unavailable: %s", self.hotkey_problem)
+
+    def _follow_announcement(self, config: Config) -> None:
+        """Turn AT-SPI's IsEnabled on while ``announce_accessibility`` is, and back off when
+        it is turned off or the daemon stops, if (and only if) this daemon turned it on: a
+        screen reader's setting is never touched."""
+        from capture.ax import set_accessibility_enabled
+
+        if config.announce_accessibility == self._announce:
+            return
+        self._announce = config.announce_accessibility
+        if self._announce:
+            self._announced = set_accessibility_enabled(True) is False
+            if self._announced:
+                log.info("announced an assistive technology to apps (AT-SPI IsEnabled)")
+        elif self._announced:
+            set_accessibility_enabled(False)
+            self._announced = False
 
     def _stop_hotkey(self) -> None:
         if self._hotkey is not None:

@@ -67,6 +67,29 @@ PACKAGES = {
     "zenity": "zenity",
 }
 
+CHROMIUM_FLAGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+FIREFOX_PREFS = (
+    '"browser.startup.homepage_override.mstone", "ignore"',
+    '"startup.homepage_welcome_url", ""',
+    '"startup.homepage_welcome_url.additional", ""',
+    '"datareporting.policy.firstRunURL", ""',
+    '"datareporting.policy.dataSubmissionEnabled", false',
+    '"toolkit.telemetry.reportingpolicy.firstRun", false',
+    '"browser.aboutwelcome.enabled", false',
+    '"browser.shell.checkDefaultBrowser", false',
+    '"app.update.disabledForTesting", true',
+    '"network.captive-portal-service.enabled", false',
+    '"network.connectivity-service.enabled", false',
+    '"browser.safebrowsing.update.enabled", false',
+)
+
 # The xterms' font (Xft): the signature and OCR figures were measured with it.
 TERMINAL_FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf")
 
@@ -221,6 +244,18 @@ class Desktop:
         ]
         return self._open("zenity", argv, title)
 
+    def open_browser(self, browser: str, url: str, *, flags: Sequence[str] = ()) -> Window:
+        """Chromium (``chromium``) or Firefox (``firefox-esr``) showing ``url``, in a
+        throwaway profile, without first-run pages or network use of its own."""
+        profile = Path(tempfile.mkdtemp(prefix="profile-", dir=self.root))
+        if browser == "firefox-esr":
+            (profile / "user.js").write_text("".join(f"user_pref({p});\n" for p in FIREFOX_PREFS))
+            argv = [require(browser), "--no-remote", "--profile", str(profile)]
+        else:
+            # As root (CI) Chromium's sandbox cannot start; no GPU in Xvfb.
+            argv = [require(browser), *CHROMIUM_FLAGS, f"--user-data-dir={profile}"]
+        return self._open(browser, [*argv, *flags, url], url)
+
     def _open(self, name: str, argv: list[str], title: str) -> Window:
         component = self._spawn(name, argv)
         window_id = self._wait_for_window(component)
@@ -232,10 +267,20 @@ class Desktop:
         # --sync polls until the program's window (the one carrying its _NET_WM_PID) is
         # mapped; --onlyvisible skips GTK's hidden group-leader window.
         argv = [require("xdotool"), "search", "--sync", "--onlyvisible", "--pid"]
-        try:
-            found = self.run([*argv, str(component.process.pid)], timeout=START_TIMEOUT_S)
-        except (subprocess.TimeoutExpired, DesktopError) as error:
-            raise self._failure(component, f"no window appeared ({error})") from None
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                found = self.run([*argv, str(component.process.pid)], timeout=max(0.1, left))
+                break
+            except DesktopError as error:
+                # A window destroyed while xdotool walked the tree (Chromium maps and drops
+                # helper windows as it starts) fails the search with BadWindow: look again.
+                if "BadWindow" in str(error) and left > 0:
+                    continue
+                raise self._failure(component, f"no window appeared ({error})") from None
+            except subprocess.TimeoutExpired as error:
+                raise self._failure(component, f"no window appeared ({error})") from None
         window_id = int(found.split()[0])
         self._wait(lambda: window_id in self._client_list(), f"{component.name} managed")
         return window_id

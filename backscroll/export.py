@@ -28,7 +28,17 @@ if TYPE_CHECKING:
 Format = Literal["json", "csv", "html"]
 FORMATS: tuple[Format, ...] = ("json", "csv", "html")
 FILES = {"json": "frames.json", "csv": "frames.csv", "html": "index.html"}
-CSV_COLUMNS = ("id", "time", "app", "title", "text_source", "encrypted", "reason", "thumbnail")
+CSV_COLUMNS = (
+    "id",
+    "time",
+    "app",
+    "title",
+    "url",
+    "text_source",
+    "encrypted",
+    "reason",
+    "thumbnail",
+)
 # A spreadsheet runs a cell that starts with one of these as a formula, and screen text is
 # written by whoever made the page on screen: such cells get a leading apostrophe in the CSV.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -179,6 +189,7 @@ def frame_dict(frame: ExportedFrame) -> dict[str, Any]:
         "time": hit.when.astimezone().isoformat(),
         "app": hit.app,
         "title": hit.title,
+        "url": hit.url,
         "text_source": hit.text_source,
         "encrypted": hit.encrypted,
         "reason": hit.reason,
@@ -245,6 +256,7 @@ main { padding: 1rem 1.2rem; display: grid; gap: .8rem; }
 .frame h2 { font-size: 1rem; margin: 0 0 .2rem; }
 .app { color: #0b57d0; }
 .when { color: #5b6169; margin: 0 0 .5rem; font-size: .9rem; }
+.url { color: #1e6b35; margin: 0 0 .3rem; font-size: .85rem; word-break: break-all; }
 .text { white-space: pre-wrap; word-break: break-word; margin: 0; max-height: 16rem;
   overflow: auto; font: .85rem/1.4 ui-monospace, monospace; background: #f7f8fa; padding: .5rem; }
 [hidden] { display: none !important; }
@@ -319,7 +331,7 @@ def render_html(frames: list[ExportedFrame], meta: dict[str, Any]) -> str:
             "<h1>Backscroll export</h1>",
             f'<p class="scope">{esc(" · ".join(scope))}</p>',
             '<input id="filter" type="search" aria-label="Filter frames"'
-            ' placeholder="Filter by app, title or text" autocomplete="off">',
+            ' placeholder="Filter by app, title, address or text" autocomplete="off">',
             f'<span id="count" aria-live="polite">{len(frames)} of {len(frames)} shown</span>',
             "</header>",
             '<main id="frames">',
@@ -347,7 +359,9 @@ def _article(frame: ExportedFrame) -> str:
         f'<article class="frame{"" if image else " noimg"}" id="frame-{hit.id}">{image}'
         f'<div><h2><span class="app">[{esc(hit.app)}]</span> '
         f'<span class="title">{esc(hit.title)}</span></h2>'
-        f'<p class="when"><time datetime="{esc(when.isoformat())}">'
+        # The address as text, never a link: a stored javascript: or tracking URL stays inert.
+        + (f'<p class="url">{esc(hit.url)}</p>' if hit.url else "")
+        + f'<p class="when"><time datetime="{esc(when.isoformat())}">'
         f"{when:%Y-%m-%d %H:%M:%S}</time> · #{hit.id} · {esc(hit.text_source)}</p>"
         f'<pre class="text">{esc(frame.text)}</pre></div></article>'
     )

@@ -37,10 +37,11 @@ def keep_freed_memory() -> None:
         return  # not glibc: its allocator's defaults stay
 
 
-def denied(config: Config, app: str, title: str) -> bool:
-    """Whether a window matches the deny list (by app name or title, ignoring case)."""
-    app, title = app.lower(), title.lower()
-    return any(p.lower() in app or p.lower() in title for p in config.deny_apps)
+def denied(config: Config, app: str, title: str, url: str = "") -> bool:
+    """Whether a window matches the deny list (by app name, title or the page's address,
+    ignoring case)."""
+    places = (app.lower(), title.lower(), url.lower())
+    return any(p.lower() in place for p in config.deny_apps for place in places)
 
 
 def event_signature(sig: bytes) -> bytes:

@@ -205,7 +205,9 @@ def _add_memory(server: MCPServer, home: Home) -> None:
         ] = None,
         since: Annotated[Text, _d(f"Start of the window. {PHRASES}")] = None,
         until: Annotated[Text, _d("End of the window (same formats)")] = None,
-        app: Annotated[Text, _d("Only frames whose app name or window title contains this")] = None,
+        app: Annotated[
+            Text, _d("Only frames whose app name, window title or page address contains this")
+        ] = None,
         limit: Annotated[
             int,
             _d(f"Max results: search 1..{MAX_LIMIT}, timeline 1..{MAX_TIMELINE_LIMIT}"),
@@ -352,7 +354,7 @@ def _add_manage(server: MCPServer, home: Home, allow_export: bool) -> None:
         encrypt_thumbnails: Annotated[bool | None, _d("Encrypt new thumbnails (config)")] = None,
         since: Annotated[Text, _d(f"Scope for delete and export. {PHRASES}")] = None,
         until: Annotated[Text, _d("Scope end for delete and export")] = None,
-        app: Annotated[Text, _d("Scope for delete and export: app or title")] = None,
+        app: Annotated[Text, _d("Scope for delete and export: app, title or page address")] = None,
         confirm: Annotated[bool, _d("Required (true) for delete")] = False,
         path: ExportPath = None,
         format: ExportFormat = "json",

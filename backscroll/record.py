@@ -16,7 +16,7 @@ from base.config import Config
 from base.fs import ensure_dir, write_file
 from eventlog.batch import Batch
 from eventlog.contract import EventLog
-from eventlog.events import FRAME_TYPE, CaptureReason, FrameCaptured, TextSource
+from eventlog.events import FRAME_TYPE, MAX_URL, CaptureReason, FrameCaptured, TextSource
 
 if TYPE_CHECKING:
     from backscroll.crypto import FrameCrypto
@@ -35,6 +35,7 @@ class Seen(NamedTuple):
     jpeg: bytes | None = None
     signature: bytes = b""
     monitor: tuple[int, int, int, int, int] | None = None
+    url: str = ""
 
 
 def record_frame(
@@ -42,10 +43,11 @@ def record_frame(
 ) -> FrameCaptured:
     """Build the event for ``seen`` with id ``batch.next_offset`` and append it to ``batch``."""
     frame_id = batch.next_offset
-    text, title = seen.text, seen.title
+    text, title, url = seen.text, seen.title, seen.url[:MAX_URL]
     counts: dict[str, int] = {}
     if config.redact:
         text, title, counts = redact_frame(text, title)
+        url = redact_address(url, counts)[:MAX_URL]
     encrypt_text = config.encrypt_text and crypto is not None
     thumb = thumb_encrypted = None
     thumb_bytes = 0
@@ -75,6 +77,7 @@ def record_frame(
         redactions=counts,
         signature=seen.signature,
         monitor=seen.monitor,
+        url=url,
     )
     batch.append(frame)
     return frame
@@ -89,6 +92,18 @@ def redact_frame(text: str, title: str) -> tuple[str, str, dict[str, int]]:
     for kind, n in head.counts.items():
         counts[kind] = counts.get(kind, 0) + n
     return body.text, head.text, counts
+
+
+def redact_address(url: str, counts: dict[str, int]) -> str:
+    """A page's address redacted (its hits added to ``counts``)."""
+    from capture.redact import redact_url
+
+    if not url:
+        return url
+    found = redact_url(url)
+    for kind, n in found.counts.items():
+        counts[kind] = counts.get(kind, 0) + n
+    return found.text
 
 
 def thumb_path(frame_id: int, captured_us: int, encrypted: bool) -> str:

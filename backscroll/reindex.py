@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from backscroll.record import redact_frame, write_thumbnail
+from backscroll.record import redact_address, redact_frame, write_thumbnail
 from backscroll.store import MemoryStore
 from base.clock import now_us
 from base.config import Config
@@ -137,10 +137,11 @@ def _rewrite_frame(
         if frame.encrypted
         else frame.text
     )
-    title = frame.title
+    title, url = frame.title, frame.url
     redactions = dict(frame.redactions)
     if config.redact:
         text, title, hits = redact_frame(text, title)
+        url = redact_address(url, hits)
         for kind, n in hits.items():
             redactions[kind] = redactions.get(kind, 0) + n
         counts["redacted"] += bool(hits)
@@ -148,6 +149,8 @@ def _rewrite_frame(
     changes: dict[str, Any] = {}
     if title != frame.title:
         changes["title"] = title
+    if url != frame.url:
+        changes["url"] = url
     if (
         encrypt != frame.encrypted
         or (not encrypt and text != frame.text)

@@ -53,14 +53,15 @@ def recent_context(home: Home, minutes: int = CONTEXT_MINUTES) -> dict[str, Any]
     start = datetime.now().astimezone() - timedelta(minutes=minutes)
     with MemoryStore(home) as store:
         hits = _recent(store, start)
-        windows: dict[tuple[str, str], list[Hit]] = {}
+        windows: dict[tuple[str, str, str], list[Hit]] = {}
         for hit in hits:
-            windows.setdefault((hit.app, hit.title), []).append(hit)
+            windows.setdefault((hit.app, hit.title, hit.url), []).append(hit)
         latest = sorted(windows.values(), key=lambda g: (g[-1].when, g[-1].id), reverse=True)
         entries = [
             {
                 "app": group[-1].app,
                 "title": group[-1].title,
+                "url": group[-1].url,
                 "start": _iso(group[0].when),
                 "end": _iso(group[-1].when),
                 "frames": len(group),
@@ -94,6 +95,7 @@ def recent_segments(
         {
             "app": group[0].app,
             "title": group[0].title,
+            "url": group[0].url,
             "start": _iso(group[0].when),
             "end": _iso(group[-1].when),
             "frame_ids": [h.id for h in group],

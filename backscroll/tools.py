@@ -387,6 +387,7 @@ def hit_dict(hit: Hit) -> dict[str, Any]:
         "time": _time(hit.when),
         "app": hit.app,
         "title": hit.title,
+        "url": hit.url,
         "text_source": hit.text_source,
         "encrypted": hit.encrypted,
         "reason": hit.reason,

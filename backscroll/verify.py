@@ -47,6 +47,7 @@ def verify_store(store: MemoryStore) -> list[str]:
         except Exception as exc:
             problems.append(f"search view lacks frame #{frame.frame_id}: {exc}")
             continue
-        if (hit.app, hit.title, hit.encrypted) != (frame.app, frame.title, frame.encrypted):
+        seen = (hit.app, hit.title, hit.url, hit.encrypted)
+        if seen != (frame.app, frame.title, frame.url, frame.encrypted):
             problems.append(f"search view document of frame #{frame.frame_id} differs from the log")
     return problems

@@ -67,6 +67,9 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     ax_min_chars: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 40
     ocr_backend: Literal["auto", "tesseract", "always"] = "auto"
     capture_backend: Literal["auto", "x11", "wlroots"] = "auto"
+    announce_accessibility: bool = True
+    """While the daemon runs, tell apps an assistive technology is present (AT-SPI
+    ``IsEnabled``), so that Firefox and Qt apps publish their text (README: Privacy)."""
     redact: bool = True
     encrypt_thumbnails: bool = True
     encrypt_text: bool = False

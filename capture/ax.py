@@ -12,15 +12,21 @@ How it is found, on the session's accessibility bus (dbus-fast, pure Python):
    Unique names are never reused on a bus, so the answers are cached.
 3. The application's top-level children are its windows; the one in state ACTIVE is the
    focused one (else the first that is SHOWING).
-4. Its text: one ``org.a11y.atspi.Collection.GetMatches`` call finds every SHOWING
+4. In a browser or an Electron app the window holds a web document (role DOCUMENT_WEB):
+   then the page is read, not the window, so the browser's own chrome (tab strip, toolbar
+   buttons, address bar, infobars) is not frame text; ``window_page`` gives the page's
+   address (the Document interface's ``DocURL`` attribute in Firefox, ``URI`` in Chromium).
+5. Its text: one ``org.a11y.atspi.Collection.GetMatches`` call finds every SHOWING
    descendant with the Text interface (GTK, Firefox and Chromium implement Collection);
    Qt does not, so a bounded breadth-first walk does the same there. ``Text.GetText``
    then reads each one, and the names of tabs, buttons, list items, table cells, links
-   and headings are added. Password fields (role PASSWORD_TEXT) are never read.
+   and headings are added. Password fields (role PASSWORD_TEXT) are never read, neither
+   their text nor their name.
 
-The text includes the parts of a long document that are scrolled out of view. Reads run on
-a private event loop in one daemon thread, reuse the bus connection, and stop at
-``timeout`` with what they have. On the test desktop a zenity --text-info window took
+The text includes the parts of a long document that are scrolled out of view (GTK);
+Firefox and Chromium mark only what is on screen SHOWING, so a page gives its visible part.
+Reads run on a private event loop in one daemon thread, reuse the bus connection, and stop
+at ``timeout`` with what they have. On the test desktop a zenity --text-info window took
 2.5 ms at the median and 9 ms at p90; an app without AT-SPI (xterm) 0.3 ms to say ""
 (bench/results/capture.txt). Logs carry pids and error names, never text or titles.
 """
@@ -34,8 +40,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Coroutine, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from dbus_fast.aio import MessageBus
@@ -47,6 +53,7 @@ ROOT_PATH = "/org/a11y/atspi/accessible/root"
 ACCESSIBLE = "org.a11y.atspi.Accessible"
 COLLECTION = "org.a11y.atspi.Collection"
 TEXT = "org.a11y.atspi.Text"
+DOCUMENT = "org.a11y.atspi.Document"
 
 # AtspiRole values (at-spi2-core atspi-constants.h).
 ROLE_LINK = 88
@@ -58,6 +65,7 @@ ROLE_PASSWORD_TEXT = 40
 ROLE_PUSH_BUTTON = 43
 ROLE_TABLE_CELL = 56
 ROLE_TREE_ITEM = 91
+ROLE_DOCUMENT_WEB = 95
 # Roles whose accessible *name* is visible text (a tab's title, a button's label) even when
 # they have no Text interface.
 NAMED_ROLES = (
@@ -88,6 +96,10 @@ BATCH = 32
 # a connection to the session bus.
 RETRY_AFTER_S = 30.0
 
+# The page addresses a frame keeps: web pages and local files. Other schemes are an app's
+# own pages (an Electron app's ``vscode-file://``, a browser's ``chrome://newtab``).
+URL_SCHEMES = ("http://", "https://", "file://")
+
 _UNKNOWN = (
     "org.freedesktop.DBus.Error.UnknownMethod",
     "org.freedesktop.DBus.Error.UnknownInterface",
@@ -108,6 +120,15 @@ class _CallError(Exception):
 Ref = tuple[str, str]  # (bus name, object path): one accessible object
 
 
+class Page(NamedTuple):
+    """What the daemon checks against the deny list before it grabs a window."""
+
+    name: str
+    """The focused window's accessible name: Chromium's says "(Incognito)" where its X
+    title does not."""
+    url: str
+
+
 class AxReader:
     """Reads windows' text over AT-SPI; ``session_bus`` defaults to $DBUS_SESSION_BUS_ADDRESS."""
 
@@ -124,12 +145,15 @@ class AxReader:
         """The focused window's text of the app with ``pid``, at most ``max_chars``."""
         if not pid or pid <= 0 or max_chars <= 0 or time.monotonic() < self._retry_at:
             return ""
+        parts: list[str] = []
+        self._run(pid, timeout, self._collect(pid, max_chars, parts))
+        return _join(list(parts), max_chars)
+
+    def _run(self, pid: int, timeout: float, reading: Coroutine[Any, Any, None]) -> None:
+        """Run ``reading`` on the reader's loop for at most ``timeout`` seconds."""
         with self._lock:
-            parts: list[str] = []
             loop = self._start()
-            work = asyncio.run_coroutine_threadsafe(
-                self._read(pid, max_chars, timeout, parts), loop
-            )
+            work = asyncio.run_coroutine_threadsafe(self._bounded(pid, timeout, reading), loop)
             try:
                 # The coroutine stops itself at ``timeout``; the margin covers the hop.
                 work.result(timeout + 0.5)
@@ -145,7 +169,19 @@ class AxReader:
                 log.debug("AT-SPI read of pid %d failed: %s", pid, type(exc).__name__)
                 with contextlib.suppress(Exception):
                     asyncio.run_coroutine_threadsafe(self._disconnect(), loop).result(1.0)
-            return _join(list(parts), max_chars)
+
+    def window_page(self, pid: int | None, *, timeout: float = 1.0) -> Page:
+        """The focused window's accessible name and the address of the page it shows, of the
+        app with ``pid``: "" for what it does not publish (not a browser), and for an
+        address that is not a web or file address."""
+        if not pid or pid <= 0 or time.monotonic() < self._retry_at:
+            return Page("", "")
+        found: list[Page] = []
+        self._run(pid, timeout, self._page(pid, found))
+        if not found:
+            return Page("", "")
+        name, url = found[0]
+        return Page(name, url if url.lower().startswith(URL_SCHEMES) else "")
 
     def close(self) -> None:
         """Disconnect and stop the reader's thread."""
@@ -208,11 +244,30 @@ class AxReader:
 
     # ------------------------------------------------------------------ read
 
-    async def _read(self, pid: int, max_chars: int, timeout: float, parts: list[str]) -> None:
+    async def _bounded(self, pid: int, timeout: float, reading: Coroutine[Any, Any, None]) -> None:
         try:
-            await asyncio.wait_for(self._collect(pid, max_chars, parts), timeout)
+            await asyncio.wait_for(reading, timeout)
         except TimeoutError:
             log.debug("AT-SPI read of pid %d stopped at %.2f s", pid, timeout)
+
+    async def _page(self, pid: int, found: list[Page]) -> None:
+        bus = await self._connect()
+        for app in await self._apps_of(bus, pid):
+            try:
+                window = await _focused_window(bus, app)
+                if window is None:
+                    continue
+                name = await _name(bus, window)
+                try:
+                    document = await _document(bus, window)
+                except _CallError as exc:
+                    if exc.name not in _UNKNOWN:
+                        raise
+                    document = None  # no Collection (Qt): no web document either
+                found.append(Page(name, await _address(bus, document) if document else ""))
+                return
+            except _CallError as exc:  # the app quit or hung up mid-read; the bus is fine
+                log.debug("AT-SPI app of pid %d failed: %s", pid, exc.name)
 
     async def _collect(self, pid: int, max_chars: int, parts: list[str]) -> None:
         bus = await self._connect()
@@ -222,7 +277,9 @@ class AxReader:
                 if window is None:
                     continue
                 try:
-                    texts, names = await _collection_nodes(bus, window)
+                    # A browser's page, not its chrome (tab strip, toolbar, address bar).
+                    root = await _document(bus, window) or window
+                    texts, names = await _collection_nodes(bus, root)
                 except _CallError as exc:
                     if exc.name not in _UNKNOWN:
                         raise
@@ -312,6 +369,35 @@ async def _focused_window(bus: MessageBus, app: str) -> Ref | None:
     return None
 
 
+async def _document(bus: MessageBus, window: Ref) -> Ref | None:
+    """The web page shown in ``window`` (its first SHOWING DOCUMENT_WEB: in tree order the
+    page comes before the frames it embeds), None when it shows none."""
+    found = await _matches(
+        bus, window, _rule(states=[STATE_SHOWING], roles=[ROLE_DOCUMENT_WEB]), count=1
+    )
+    return found[0] if found else None
+
+
+async def _name(bus: MessageBus, ref: Ref) -> str:
+    reply = await _call(
+        bus, *ref, "org.freedesktop.DBus.Properties", "Get", "ss", [ACCESSIBLE, "Name"]
+    )
+    value = reply[0].value
+    return value.strip() if isinstance(value, str) else ""
+
+
+async def _address(bus: MessageBus, page: Ref) -> str:
+    """A web document's address: Firefox names the attribute ``DocURL``, Chromium ``URI``."""
+    for name in ("DocURL", "URI"):
+        try:
+            value = (await _call(bus, *page, DOCUMENT, "GetAttributeValue", "s", [name]))[0]
+        except _CallError:
+            continue
+        if isinstance(value, str) and value:
+            return value.strip()
+    return ""
+
+
 def _bits(values: Iterable[int], words: int) -> list[int]:
     """A match rule's bit set, as the signed 32-bit words D-Bus ``ai`` carries."""
     out = [0] * words
@@ -337,7 +423,9 @@ def _rule(
     ]
 
 
-async def _matches(bus: MessageBus, window: Ref, rule: list[Any]) -> list[Ref]:
+async def _matches(
+    bus: MessageBus, window: Ref, rule: list[Any], count: int = MAX_NODES
+) -> list[Ref]:
     body = await _call(
         bus,
         window[0],
@@ -345,7 +433,7 @@ async def _matches(bus: MessageBus, window: Ref, rule: list[Any]) -> list[Ref]:
         COLLECTION,
         "GetMatches",
         "(aiia{ss}iaiiasib)uib",
-        [rule, SORT_CANONICAL, MAX_NODES, True],
+        [rule, SORT_CANONICAL, count, True],
     )
     return [(name, path) for name, path in body[0]]
 
@@ -411,13 +499,14 @@ async def _read_texts(bus: MessageBus, refs: list[Ref], max_chars: int, parts: l
             return
         batch = refs[start : start + BATCH]
         replies = await asyncio.gather(
-            *(_call(bus, name, path, TEXT, "GetText", "ii", [0, budget]) for name, path in batch),
+            # -1: to the end. Firefox answers "" to an end offset past the text's length.
+            *(_call(bus, name, path, TEXT, "GetText", "ii", [0, -1]) for name, path in batch),
             return_exceptions=True,
         )
         for reply in replies:
             if isinstance(reply, BaseException):
                 continue  # that object went away
-            text = _clean(reply[0])
+            text = _clean(reply[0][:budget])
             if text:
                 parts.append(text)
                 budget -= len(text) + 1
@@ -462,6 +551,50 @@ def _join(parts: list[str], max_chars: int) -> str:
             seen.add(part)
             kept.append(part)
     return "\n".join(kept)[:max_chars]
+
+
+STATUS = "org.a11y.Status"
+
+
+def set_accessibility_enabled(
+    enabled: bool, session_bus: str | None = None, *, timeout: float = 2.0
+) -> bool | None:
+    """Set ``org.a11y.Status.IsEnabled`` on the session's accessibility bus, as a screen
+    reader does; returns its value before (None: no accessibility bus to tell).
+
+    Apps that ask publish their tree only while it is true: Firefox (it follows a change at
+    run time), Qt. GTK 3 publishes regardless; Chromium and Electron ignore it (they need
+    ``--force-renderer-accessibility``; measured in bench/results/browsers.txt).
+    """
+    address = session_bus or os.environ.get("DBUS_SESSION_BUS_ADDRESS")
+    if not address:
+        return None
+
+    async def swap() -> bool | None:
+        from dbus_fast import Variant
+        from dbus_fast.aio import MessageBus
+
+        bus = await MessageBus(bus_address=address).connect()
+        try:
+            props = ("org.a11y.Bus", "/org/a11y/bus", "org.freedesktop.DBus.Properties")
+            try:
+                before = await _call(bus, *props, "Get", "ss", [STATUS, "IsEnabled"])
+                if bool(before[0].value) != enabled:
+                    await _call(
+                        bus, *props, "Set", "ssv", [STATUS, "IsEnabled", Variant("b", enabled)]
+                    )
+            except _CallError as exc:
+                log.debug("org.a11y.Status unavailable: %s", exc.name)
+                return None
+            return bool(before[0].value)
+        finally:
+            bus.disconnect()
+
+    try:
+        return asyncio.run(asyncio.wait_for(swap(), timeout))
+    except Exception as exc:  # no session bus, or it hung up: nothing to announce to
+        log.debug("could not reach the session bus: %s", type(exc).__name__)
+        return None
 
 
 _default: AxReader | None = None

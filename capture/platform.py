@@ -33,6 +33,7 @@ from base.errors import CaptureError
 if TYPE_CHECKING:
     from PIL.Image import Image
 
+    from capture.ax import Page
     from capture.probe import Frontmost, Geometry, VisibleWindow
     from capture.screen import Monitor
 
@@ -59,6 +60,10 @@ class TextReader(Protocol):
     def window_text(
         self, pid: int | None, *, max_chars: int = 20000, timeout: float = 1.0
     ) -> str: ...
+
+    def window_page(self, pid: int | None, *, timeout: float = 1.0) -> Page:
+        """The focused window's accessible name and its page's address ("" when none)."""
+        ...
 
     def close(self) -> None: ...
 

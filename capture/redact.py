@@ -19,6 +19,11 @@ as ``password: [REDACTED:password]``. The text goes through four scans, each lef
 
 Scans 1 to 3 are in ``capture/_shapes.py``, scan 4 in ``capture/_labels.py``.
 
+A page's address (``redact_url``) first has the values of its query and fragment parameters
+redacted where the parameter's name says it holds a secret that the text scans would not
+recognise as one (``code``, ``sig``, ``session``: OAuth codes, signed links, session ids),
+then goes through the four scans like any text (``token=…``, ``user:pass@``).
+
 A value that starts with ``[`` is never redacted again, and no pattern matches inside a marker,
 so redacting twice changes nothing. Every pattern needs a digit, an upper-case letter or one of
 ``= : , - _ . / ' " ``` ``; text without them comes back unchanged.
@@ -29,12 +34,14 @@ starts a word, so a run of prefixes (``eyJeyJeyJ…``) is scanned once, not once
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 
 from capture._labels import labelled_values
 from capture._shapes import MARK, Span, cards, prefixed_tokens, private_keys
 
-__all__ = ["KINDS", "Redaction", "redact"]
+__all__ = ["KINDS", "Redaction", "redact", "redact_url"]
 
 KINDS = (
     "card",
@@ -76,3 +83,53 @@ def _apply(text: str, spans: list[Span], counts: dict[str, int]) -> str:
         last = end
     parts.append(text[last:])
     return "".join(parts)
+
+
+# Parameter names (lower-cased) whose values grant access without looking like a secret to
+# the text scans: an OAuth authorization code, a signed link's signature, a session id.
+URL_SECRET_PARAMS = frozenset(
+    {
+        "auth",
+        "code",
+        "key",
+        "otp",
+        "session",
+        "sessionid",
+        "sid",
+        "sig",
+        "signature",
+        "ticket",
+        "x-amz-credential",
+        "x-amz-security-token",
+        "x-amz-signature",
+        "x-goog-credential",
+        "x-goog-signature",
+    }
+)
+_PARAM = re.compile(r"([?&#;])([^=&#;?]{1,64})=([^&#;]*)")
+
+
+def redact_url(url: str) -> Redaction:
+    """Replace the secrets in a page's address with ``[REDACTED:<kind>]``."""
+    counts: dict[str, int] = {}
+
+    def param(match: re.Match[str]) -> str:
+        sep, name, value = match.groups()
+        if not value or value.startswith("["):
+            return match[0]
+        if name.lower() in URL_SECRET_PARAMS:
+            counts["secret"] = counts.get("secret", 0) + 1
+            return f"{sep}{name}={MARK}secret]"
+        # One parameter at a time: a labelled value would otherwise run on into the next
+        # parameters ("access_token=…&token_type=bearer" all redacted).
+        alone = redact(f"{name}={value}")
+        if not alone.counts:
+            return match[0]
+        for kind, n in alone.counts.items():
+            counts[kind] = counts.get(kind, 0) + n
+        return sep + alone.text
+
+    body = redact(_PARAM.sub(param, url))
+    for kind, n in body.counts.items():
+        counts[kind] = counts.get(kind, 0) + n
+    return Redaction(body.text, counts)

@@ -24,6 +24,8 @@ MAX_US = 253_402_300_799_999_999
 MAX_OFFSET = 2**63 - 1
 MAX_NAME = 1_024
 MAX_TITLE = 4_096
+MAX_URL = 4_096
+"""A page address is cut to this before it is recorded (a ``data:`` URL can hold megabytes)."""
 MAX_TEXT = 4_000_000
 
 Micros = Annotated[int, msgspec.Meta(ge=0, le=MAX_US)]
@@ -70,6 +72,8 @@ class FrameCaptured(Event, frozen=True, tag="frame"):
     """A small grayscale picture of the screen, for duplicate suppression."""
     monitor: tuple[int, int, int, int, int] | None = None
     """(index, left, top, width, height) of the monitor the frame was taken from."""
+    url: Annotated[str, msgspec.Meta(max_length=MAX_URL)] = ""
+    """The address of the page a browser showed (redacted like the title); "" elsewhere."""
 
 
 class ConfigChanged(Event, frozen=True, tag="config"):

@@ -6,19 +6,20 @@ Fields:
     ts          u64, stored, indexed, fast    capture time, UTC microseconds: range filters and
                                               time order (a date field took ~1 µs a frame more
                                               to build: a datetime, and its conversion)
-    where       text (words, positions),      the words of the app name and of the window
-                two values, not stored        title (a phrase does not span the two): query
+    where       text (words, positions),      the words of the app name, of the window title
+                two or three values, not      and of the page's address when there is one (a
+                stored                        phrase does not span two of them): query
                                               words match here as in the text (separate app
                                               and title fields made the app filter two
                                               intersections, each walking every frame of a
                                               common app)
-    within      whitespace-split, doc ids     every suffix of every word of the app name and
-                only, not stored              title: the ``app`` filter's substring is a
+    within      whitespace-split, doc ids     every suffix of every word of the app name,
+                only, not stored              title and address: the ``app`` filter's substring is a
                                               prefix here ("afana" starts a suffix of
                                               "grafana"), a walk over a few terms where a
                                               contains-regex over ``where`` read every term
                                               of every month (+8 ms a search at 1M frames);
-                                              built once per distinct app and title
+                                              built once per distinct app, title and address
     text        text (words, positions),      plaintext frames only, NFKC-normalised; stored
                 stored                        for snippets and ``show``
     body        bytes, stored, not indexed    the text as captured, only where NFKC changed it
@@ -29,7 +30,7 @@ Fields:
                                               field costs ~0.6 µs a document whatever it holds)
     meta        bytes, stored, not indexed    MessagePack [text source, capture reason,
                                               thumbnail path or nil, thumbnail encrypted,
-                                              app name, window title]
+                                              app name, window title, page address]
 
 Few fields on purpose: ``Document.from_dict`` costs ~0.8 µs a field whatever its size, and
 building documents is on the rebuild's critical path (four stored-only fields in one ``meta``
@@ -50,7 +51,7 @@ from eventlog.events import CaptureReason, FrameCaptured, TextSource
 if TYPE_CHECKING:
     import tantivy
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 def build_schema() -> tantivy.Schema:
@@ -90,23 +91,26 @@ def folded(text: str) -> str:
 
 
 @lru_cache(maxsize=8192)
-def _place(app: str, title: str) -> tuple[list[str], str]:
-    """A document's ``where`` and ``within`` for an app name and window title: they repeat
-    frame after frame, and titles are often not ASCII (an em dash: NFKC, ~1 µs each)."""
-    words = {*tokens.words(app), *tokens.words(title)}
+def _place(app: str, title: str, url: str) -> tuple[list[str], str]:
+    """A document's ``where`` and ``within`` for an app name, window title and page address:
+    they repeat frame after frame, and titles are often not ASCII (an em dash: NFKC, ~1 µs
+    each)."""
+    words = {*tokens.words(app), *tokens.words(title), *tokens.words(url)}
     suffixes = " ".join(sorted({word[i:] for word in words for i in range(len(word))}))
-    return [tokens.normalize(app), tokens.normalize(title)], suffixes
+    where = [tokens.normalize(app), tokens.normalize(title)]
+    if url:
+        where.append(tokens.normalize(url))
+    return where, suffixes
 
 
+Meta = tuple[TextSource, CaptureReason, str | None, bool, str, str, str]
 _meta = msgspec.msgpack.Encoder()
-_meta_decoder = msgspec.msgpack.Decoder(
-    tuple[TextSource, CaptureReason, str | None, bool, str, str]
-)
+_meta_decoder = msgspec.msgpack.Decoder(Meta)
 
 
-def frame_meta(meta: bytes) -> tuple[TextSource, CaptureReason, str | None, bool, str, str]:
+def frame_meta(meta: bytes) -> Meta:
     """A document's ``meta``: text source, capture reason, thumbnail path, thumbnail
-    encrypted, app name, window title."""
+    encrypted, app name, window title, page address."""
     return _meta_decoder.decode(meta)
 
 
@@ -115,7 +119,7 @@ def frame_document(frame: FrameCaptured, schema: tantivy.Schema) -> tantivy.Docu
     not at commit (where tantivy-py 0.27 would poison every later commit)."""
     import tantivy
 
-    where, within = _place(frame.app, frame.title)
+    where, within = _place(frame.app, frame.title, frame.url)
     fields: dict[str, Any] = {
         "id": frame.frame_id,
         "ts": frame.captured_us,
@@ -129,6 +133,7 @@ def frame_document(frame: FrameCaptured, schema: tantivy.Schema) -> tantivy.Docu
                 frame.thumb_encrypted,
                 frame.app,
                 frame.title,
+                frame.url,
             )
         ),
     }

@@ -107,6 +107,8 @@ class Framed(Protocol):
     def app(self) -> str: ...
     @property
     def title(self) -> str: ...
+    @property
+    def url(self) -> str: ...
 
 
 class Deletion(msgspec.Struct):
@@ -301,5 +303,5 @@ def matches(scope: Scope, frame: Framed) -> bool:
         return False
     if scope.app is not None:
         needle = scope.app.lower()
-        return needle in frame.app.lower() or needle in frame.title.lower()
+        return any(needle in place.lower() for place in (frame.app, frame.title, frame.url))
     return True

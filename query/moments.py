@@ -135,6 +135,7 @@ class _Frame(NamedTuple):
     captured_us: int
     app: str
     title: str
+    url: str
     words: set[str] | None
 
 
@@ -211,11 +212,11 @@ class _Log:
 
     def _frame(self, d: dict[str, Any]) -> _Frame:
         frame_id = d["id"][0]
-        *_, app, title = frame_meta(bytes(d["meta"][0]))
+        *_, app, title, url = frame_meta(bytes(d["meta"][0]))
         if frame_id not in self.words:
             text = self._text(d)
             self.words[frame_id] = None if text is None else set(tokens.words(text))
-        return _Frame(frame_id, d["ts"][0], app, title, self.words[frame_id])
+        return _Frame(frame_id, d["ts"][0], app, title, url, self.words[frame_id])
 
     def _text(self, d: dict[str, Any]) -> str | None:
         """The frame's text; None for an encrypted frame that does not open here."""

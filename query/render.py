@@ -13,6 +13,11 @@ def stamp(when: datetime | None) -> str:
     return when.astimezone().strftime("%Y-%m-%d %H:%M:%S") if when else "…"
 
 
+def _at(hit: Hit) -> str:
+    """The page's address after a window's title, where a browser gave one."""
+    return f"  <{hit.url}>" if hit.url else ""
+
+
 def window_text(start: datetime | None, end: datetime | None) -> str:
     if start is None and end is None:
         return "all time"
@@ -40,7 +45,7 @@ def search_text(
     lines = [_heading(f"search '{query}'", start, end, app), count]
     for moment in moments:
         hit = moment.hit
-        line = f"  #{hit.id:<6} {stamp(hit.when)}  [{hit.app}] — {hit.title}"
+        line = f"  #{hit.id:<6} {stamp(hit.when)}  [{hit.app}] — {hit.title}{_at(hit)}"
         if len(moment.frames) > 1:
             line += f"  (seen {seen_text(moment)}, {len(moment.frames)} frames)"
         lines.append(line)
@@ -74,17 +79,18 @@ def timeline_text(
         if len(group) > 1:
             span += f" – {last.when.astimezone().strftime('%H:%M:%S')}"
         ids = ", ".join(f"#{h.id}" for h in group)
-        lines.append(f"  {span}  [{first.app}] — {first.title}  ({ids})")
+        lines.append(f"  {span}  [{first.app}] — {first.title}{_at(first)}  ({ids})")
     if not hits:
         lines.append(f"  no frames{': ' + why_empty if why_empty else ''}")
     return "\n".join(lines)
 
 
 def group_hits(hits: list[Hit]) -> list[list[Hit]]:
-    """Consecutive frames of one window, grouped: a day reads like a diary."""
+    """Consecutive frames of one window (and page), grouped: a day reads like a diary."""
     groups: list[list[Hit]] = []
     for hit in hits:
-        if groups and (groups[-1][-1].app, groups[-1][-1].title) == (hit.app, hit.title):
+        last = groups[-1][-1] if groups else None
+        if last is not None and (last.app, last.title, last.url) == (hit.app, hit.title, hit.url):
             groups[-1].append(hit)
         else:
             groups.append([hit])
@@ -94,6 +100,7 @@ def group_hits(hits: list[Hit]) -> list[list[Hit]]:
 def show_text(hit: Hit) -> str:
     lines = [
         f"#{hit.id}  {stamp(hit.when)}  [{hit.app}] — {hit.title}",
+        *([f"url: {hit.url}"] if hit.url else []),
         f"text_source: {hit.text_source}   encrypted: {str(hit.encrypted).lower()}   "
         f"reason: {hit.reason}   thumbnail: {'yes' if hit.thumb else 'no'}",
     ]

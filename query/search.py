@@ -63,6 +63,8 @@ class Hit(msgspec.Struct, kw_only=True):
     """Why the text (or thumbnail) could not be read, when it could not."""
     near_miss: bool = False
     """Found by the retry with any of the query's terms: no frame had them all."""
+    url: str = ""
+    """The address of the page a browser showed ("" for other windows)."""
 
 
 class Searcher:
@@ -224,12 +226,13 @@ class Searcher:
 
     def _found(self, doc: tantivy.Document, score: float) -> _Found:
         d = doc.to_dict()
-        source, reason, thumb, thumb_encrypted, app, title = frame_meta(bytes(d["meta"][0]))
+        source, reason, thumb, thumb_encrypted, app, title, url = frame_meta(bytes(d["meta"][0]))
         hit = Hit(
             id=d["id"][0],
             when=datetime.fromtimestamp(d["ts"][0] / 1_000_000, UTC),
             app=app,
             title=title,
+            url=url,
             text_source=source,
             encrypted="cipher" in d,
             reason=reason,
@@ -244,7 +247,7 @@ class Searcher:
         purged, which hide their frames at once."""
         if app:
             needle = folded(app)
-            if needle not in folded(hit.app) and needle not in folded(hit.title):
+            if not any(needle in folded(place) for place in (hit.app, hit.title, hit.url)):
                 return False
         if pending:
             probe = _FrameView(hit)
@@ -267,7 +270,9 @@ class Searcher:
                 return False
             text = self._decrypted(found)
             words = tokens.words(text) if text is not None else []
-            check.done[hit.id] = check.holds(words, tokens.words(hit.app), tokens.words(hit.title))
+            check.done[hit.id] = check.holds(
+                words, tokens.words(hit.app), tokens.words(hit.title), tokens.words(hit.url)
+            )
         return check.done[hit.id]
 
     def _decrypted(self, found: _Found) -> str | None:
@@ -329,6 +334,7 @@ class _FrameView:
         self.captured_us = utc_us(hit.when)
         self.app = hit.app
         self.title = hit.title
+        self.url = hit.url
 
 
 def _raw_text(d: dict[str, Any]) -> str | Sealed:

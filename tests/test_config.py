@@ -34,6 +34,7 @@ def test_missing_keys_take_their_defaults_and_old_files_get_private_browsing_onc
         {"trigger": "x"},
         {"ocr_backend": "magic"},
         {"thumbnail_quality": 200},
+        {"announce_accessibility": "yes"},
         {"no_such_key": 1},
     ],
 )

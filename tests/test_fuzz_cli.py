@@ -199,6 +199,7 @@ MANAGE = st.one_of(
             ("--cap", COUNT),
             ("--retention", COUNT),
             ("--hotkey", HOTKEY),
+            ("--announce-accessibility", ON_OFF),
             (JSON, None),
         ),
     ),
@@ -257,6 +258,11 @@ FRAME = st.fixed_dictionaries(
         "text": st.one_of(FIELD_TEXT, JSON_VALUE),
         "text_source": st.one_of(st.sampled_from(["ax", "ocr", "none", "OCR"]), JSON_VALUE),
         "image": st.one_of(st.sampled_from(["IMAGE", "FILE", "/nonexistent.png"]), JSON_VALUE),
+        "url": st.one_of(
+            st.sampled_from(["https://ex.com/?token=Zx8kQ2mP9vLr4TbN", "file:///tmp/a", "a b"]),
+            FIELD_TEXT,
+            JSON_VALUE,
+        ),
         "extra": JSON_VALUE,
     },
 )

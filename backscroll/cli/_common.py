@@ -28,7 +28,8 @@ Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text."
 Since = Annotated[str | None, typer.Option("--since", help="Start: 2h, yesterday, tuesday, …")]
 Until = Annotated[str | None, typer.Option("--until", help="End (same forms as --since).")]
 App = Annotated[
-    str | None, typer.Option("--app", help="Only frames whose app or title contains this.")
+    str | None,
+    typer.Option("--app", help="Only frames whose app, title or page address contains this."),
 ]
 
 

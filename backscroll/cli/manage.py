@@ -82,7 +82,7 @@ def deny_list(home: Home = None) -> None:
 
 @deny_app.command("add")
 def deny_add(pattern: str, home: Home = None) -> None:
-    """Never record apps or windows whose name or title contains PATTERN."""
+    """Never record apps, windows or sites whose name, title or address contains PATTERN."""
     from backscroll.actions import deny
 
     with open_store(home) as store:
@@ -120,6 +120,10 @@ def config(
     backend: Annotated[
         str | None, typer.Option(help="Capture backend: auto, x11 or wlroots.")
     ] = None,
+    announce_accessibility: Annotated[
+        str | None,
+        typer.Option(help="on or off: tell apps to publish their text (AT-SPI IsEnabled)."),
+    ] = None,
     home: Home = None,
     json: Json = False,
 ) -> None:
@@ -136,6 +140,7 @@ def config(
         "retention_days": retention,
         "pause_hotkey": hotkey,
         "capture_backend": backend,
+        "announce_accessibility": on_off(announce_accessibility, "--announce-accessibility"),
     }
     changes = {k: v for k, v in changes.items() if v is not None}
     with open_store(home) as store:
@@ -237,7 +242,7 @@ def import_(
     ] = False,
     home: Home = None,
 ) -> None:
-    """Append frames from JSON Lines (ts, app, title, text, text_source, image)."""
+    """Append frames from JSON Lines (ts, app, title, text, text_source, image, url)."""
     from rich.progress import Progress
 
     from backscroll.actions import import_frames

@@ -20,6 +20,7 @@ METAVARS = {
     "redact": "on|off",
     "encrypt_text": "on|off",
     "encrypt_thumbnails": "on|off",
+    "announce_accessibility": "on|off",
     "cap": "MB",
     "retention": "DAYS",
     "hotkey": "KEYS",
