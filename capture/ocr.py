@@ -1,21 +1,33 @@
-"""OCR of a window region with Tesseract, through pytesseract.
+"""OCR of a window region with Tesseract: the image prepared here, read by Tesseract.
 
-Measured on the test desktop (2 cores, a 1084×688 xterm region of 24 log lines, DejaVu
-Sans Mono 11; ``python -m bench.capture`` has the current figures):
+Two ways to run Tesseract, the same preparation for both:
 
-- ``OMP_THREAD_LIMIT=1``: Tesseract's own OpenMP threads made one region take 6.0 s
-  instead of 1.2 s on 2 cores, so the variable is set for the tesseract process.
-- ``--psm 4`` (one column of lines): the automatic layout (``--psm 3``) read the aligned
-  timestamp columns of a log as separate blocks and found 67 % of its words; ``--psm 4``
-  found 90 % in the same time. Prose in a GTK window read perfectly with either.
+- ``capture.ocr_worker`` (the default): tesserocr, Tesseract 5.5 in-process from its
+  manylinux wheel, kept loaded in one long-lived worker process (spawned, so a crash in
+  native code costs one frame's text, not the daemon);
+- ``ocr_text`` here (the fallback where tesserocr cannot be imported): pytesseract, which
+  starts the tesseract program for every image (process start and model load each time).
+
+Measured on the test desktop (2 cores shared; ``python -m bench.ocr`` has the current
+figures: xterm windows of 110×40 at xterm's default font and DejaVu Sans Mono 9 and 12 pt,
+light and dark, showing man pages, dpkg logs, Debian changelogs and Python source):
+
+- Small text is upscaled, large text is not: xterm's default font (the X core "fixed",
+  6×13 pixels, ink lines 11-12 px high) read 86 % of its words and 74 % of its two-word
+  phrases as it is, 98 % / 97 % at 2×; DejaVu Sans Mono 12 (15 px) read 99.7 % / 100 % as
+  it is, and 2× costs 60 % more CPU. So the text's height is measured from the row
+  profile (``text_height``) and only regions whose lines are under ``SMALL_TEXT_PX`` are
+  scaled (the figures for each font are at the constant).
+- The 2× is nearest-neighbour then a Gaussian blur of 1 px: the 1-pixel dots of a bitmap
+  font's ``.`` and ``:`` survive it (Lanczos 2× read ``05:57:46`` as ``05357346`` and
+  ``xterm:amd64`` as ``xtermzamd64``: 96.8 % of the words instead of 98.3 %).
+- ``--psm 6`` (one block of text): it read the same words as ``--psm 4`` (one column of
+  lines) at 1× and 2× for 10-30 % less CPU; the automatic layout (``--psm 3``) read a log's
+  aligned timestamp columns as separate blocks (67 % of its words).
 - Dark backgrounds are inverted first: Tesseract reads dark-on-light, and its own retry on
   inverted lines made a dark terminal take 1.43 s instead of 0.85 s, with the same words.
-- No upscaling: 2× found 95 % of the log's words instead of 90 % (mostly ``v1`` read as
-  ``vl``) but took 45 % longer; OCR is the one expensive step of a frame.
-- pytesseract, not tesserocr: running Tesseract in-process saves the process start and
-  model load each call pays (about a third of a region's time; ``python -m bench.capture``
-  times both when tesserocr is installed), but takes a compiled dependency and puts
-  Tesseract inside the daemon, where a crash would take capture down.
+- ``OMP_THREAD_LIMIT=1``: Tesseract's own OpenMP threads made one region take 6.0 s
+  instead of 1.2 s on 2 cores.
 """
 
 from __future__ import annotations
@@ -35,7 +47,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LANGUAGE = "eng"
-CONFIG = "--psm 4"
+PAGE_SEGMENTATION = 6  # one uniform block of text (see the module docstring)
+CONFIG = f"--psm {PAGE_SEGMENTATION}"
 INSTALL = (
     "install it: sudo apt-get install tesseract-ocr tesseract-ocr-eng "
     "(macOS: brew install tesseract)"
@@ -45,6 +58,14 @@ INSTALL = (
 TIMEOUT_S = 30.0
 # Below this mean gray level (of 255) a region is taken as light text on a dark background.
 DARK_MEAN = 128
+# Text lines whose ink is shorter than this (in pixels) are read at 2×: xterm's default
+# font (11-12 px) read 86 % of its words at 1×, 98 % at 2×; DejaVu Sans Mono 9 (13 px)
+# 98.6 % and 99.3 %; GTK's default font in a text view (14 px) 94 % of words and 92 % of
+# phrases, and all of them at 2×; DejaVu Sans Mono 12 (15 px) read them all at 1×.
+SMALL_TEXT_PX = 15
+UPSCALE = 2
+# A row holds ink when its darkest pixel (dark-on-light) is below this gray level.
+INK_LEVEL = 128
 
 
 def check_ocr() -> None:
@@ -96,13 +117,62 @@ def ocr_text(image: Image, *, timeout: float = TIMEOUT_S) -> str:
 
 
 def prepare(image: Image) -> Image:
-    """Grayscale, and dark-on-light (see the module docstring for the measurements)."""
+    """The image Tesseract reads: grayscale, dark-on-light, small text upscaled (see the
+    module docstring for the measurements)."""
+    gray = dark_on_light(image)
+    height = text_height(gray)
+    return upscale(gray) if height is not None and height < SMALL_TEXT_PX else gray
+
+
+def dark_on_light(image: Image) -> Image:
+    """Grayscale, inverted when the background is dark."""
     from PIL import ImageOps, ImageStat
 
     gray = image.convert("L")
     if ImageStat.Stat(gray.reduce(4)).mean[0] < DARK_MEAN:
         gray = ImageOps.invert(gray)
     return gray
+
+
+def text_height(gray: Image) -> int | None:
+    """The height in pixels of the region's text lines (None when it has no ink).
+
+    A line is a run of rows holding ink (``INK_LEVEL``). Lines whose ink touches (a bitmap
+    font's parentheses span the whole cell; a block cursor under a line) make runs of two
+    lines or more: runs over 1.5× the median are left out. Of the rest the upper quartile
+    is taken, so lines without ascenders or descenders do not pull the height down.
+    Measured on 110×40 terminals (``python -m bench.ocr``): xterm's default font 11-12,
+    DejaVu Sans Mono 9 13, DejaVu Sans Mono 12 15, GTK's text view 14.
+    """
+    width = gray.width
+    if width == 0:
+        return None
+    raw = gray.tobytes()
+    runs: list[int] = []
+    run = 0
+    for top in range(0, len(raw), width):
+        if min(raw[top : top + width]) < INK_LEVEL:
+            run += 1
+        elif run:
+            runs.append(run)
+            run = 0
+    if run:
+        runs.append(run)
+    if not runs:
+        return None
+    runs.sort()
+    median = runs[len(runs) // 2]
+    lines = [height for height in runs if height <= 1.5 * median]
+    return lines[(3 * len(lines)) // 4]
+
+
+def upscale(gray: Image) -> Image:
+    """``UPSCALE``× nearest-neighbour, softened by a 1 px Gaussian blur."""
+    from PIL import ImageFilter
+    from PIL.Image import Resampling
+
+    size = (gray.width * UPSCALE, gray.height * UPSCALE)
+    return gray.resize(size, Resampling.NEAREST).filter(ImageFilter.GaussianBlur(1))
 
 
 def tidy(text: str) -> str:

@@ -5,8 +5,9 @@
     text = found.ax.window_text(window.pid) if window else ""
 
 Only X11 sessions on Linux are implemented: python-xlib for the probe, AT-SPI for the
-text, Tesseract for OCR, mss for the screen (``capture.screen``, which works wherever mss
-does). Nothing heavy is imported until ``backends()`` is called.
+text, Tesseract for OCR (tesserocr in a worker process, pytesseract where tesserocr cannot
+be imported: ``capture.ocr_worker``), mss for the screen (``capture.screen``, which works
+wherever mss does). Nothing heavy is imported until ``backends()`` is called.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ class OcrEngine(Protocol):
 
     def text(self, image: Image) -> str: ...
 
+    def close(self) -> None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Backends:
@@ -66,20 +69,15 @@ class Backends:
     def close(self) -> None:
         self.probe.close()
         self.ax.close()
+        self.ocr.close()
 
 
-class TesseractOcr:
-    """``OcrEngine`` over capture.ocr (pytesseract)."""
+def ocr_engine() -> OcrEngine:
+    """Tesseract kept loaded in a worker process (``capture.ocr_worker``: 1.2-2× less CPU
+    a window than starting the tesseract program each time, ``python -m bench.ocr``)."""
+    from capture.ocr_worker import WorkerOcr
 
-    def check(self) -> None:
-        from capture.ocr import check_ocr
-
-        check_ocr()
-
-    def text(self, image: Image) -> str:
-        from capture.ocr import ocr_text
-
-        return ocr_text(image)
+    return WorkerOcr()
 
 
 def backends(*, environ: Mapping[str, str] | None = None, system: str | None = None) -> Backends:
@@ -112,5 +110,5 @@ def backends(*, environ: Mapping[str, str] | None = None, system: str | None = N
 
     probe = X11Probe(display)
     return Backends(
-        "x11", probe, AxReader(env.get("DBUS_SESSION_BUS_ADDRESS")), TesseractOcr(), display
+        "x11", probe, AxReader(env.get("DBUS_SESSION_BUS_ADDRESS")), ocr_engine(), display
     )

@@ -1,0 +1,304 @@
+"""Tesseract kept loaded in a worker process: the daemon's OCR engine.
+
+    engine = WorkerOcr()
+    engine.check()            # starts the worker; CaptureError saying what to install
+    text = engine.text(image)
+    engine.close()
+
+The worker is a fresh Python (``python -m capture.ocr_worker``, never a fork: the daemon
+holds the log's lock and runs threads, which a forked child would inherit half-way; not
+multiprocessing's spawn either, which runs the parent's main script again in the child).
+It imports
+tesserocr (Tesseract 5.5 in-process, from its manylinux wheel), loads the English model
+once and then reads one image per request, so a frame pays neither a process start nor a
+model load (pytesseract paid both on every call: 1.2-2× the CPU of a read in the same
+worker, ``python -m bench.ocr``). A crash in native code, a kill or a read that outlasts
+``TIMEOUT_S`` during a read cost that one frame: its text is "", the log says why in one
+line, and the next frame starts a fresh worker (a worker found ended between two frames
+costs none). The worker ends when the daemon does: it reads its
+standard input, a pipe whose other end closes with the daemon, however it ends.
+
+The pipes carry a request as (width, height) in ``REQUEST`` and the gray pixels, a reply
+as (status, length) in ``REPLY`` and that many bytes of UTF-8: status ``R`` ready (the
+model's folder), ``N`` tesserocr cannot be imported (why), ``E`` an error (one line),
+``T`` the text read.
+
+Where tesserocr cannot be imported (no wheel for the platform, an old glibc), the engine
+falls back to ``capture.ocr.ocr_text`` (pytesseract and the tesseract program) and says so
+once in the log. Both read the image ``capture.ocr.prepare`` makes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import logging
+import os
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from base.errors import CaptureError
+from capture import ocr
+
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+log = logging.getLogger(__name__)
+
+# A 4K region of dense text took about 5 s on the test machine; past this the worker is
+# taken as hung, killed and started again for the next frame.
+TIMEOUT_S = ocr.TIMEOUT_S
+# The worker's start (Python, tesserocr, the model) took 0.3-0.6 s here; a loaded machine
+# may take many times that.
+START_TIMEOUT_S = 60.0
+# Where Debian's tesseract-ocr-eng (…/tesseract-ocr/5/tessdata), Fedora and Homebrew put
+# the models; tesserocr's own default is the folder its library was built for, which the
+# wheel's build machine had and this one does not.
+MODEL_INSTALL = "install it: sudo apt-get install tesseract-ocr-eng (or set TESSDATA_PREFIX)"
+REQUEST = struct.Struct("!II")
+REPLY = struct.Struct("!cI")
+ENDED = b""  # the status ``_answer`` gives when the worker's output closed
+TESSDATA_GLOBS = (
+    "/usr/share/tesseract-ocr/*/tessdata",
+    "/usr/share/tessdata",
+    "/usr/local/share/tessdata",
+    "/opt/homebrew/share/tessdata",
+)
+
+
+def tessdata_dir(environ: dict[str, str] | None = None) -> str | None:
+    """The folder holding ``eng.traineddata``: $TESSDATA_PREFIX when it has it, else the
+    folder the tesseract program lists its languages from, else the usual places."""
+    env = os.environ if environ is None else environ
+    model = f"{ocr.LANGUAGE}.traineddata"
+    candidates = [env["TESSDATA_PREFIX"]] if env.get("TESSDATA_PREFIX") else []
+    binary = shutil.which("tesseract", path=env.get("PATH"))
+    if binary is not None:
+        try:
+            listed = subprocess.run(
+                [binary, "--list-langs"], capture_output=True, text=True, timeout=10, check=False
+            ).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            listed = ""
+        # The header: List of available languages in "/usr/share/tesseract-ocr/5/tessdata/" (2):
+        header = listed.splitlines()[0] if listed else ""
+        if header.count('"') == 2:
+            candidates.append(header.split('"')[1])
+    for pattern in TESSDATA_GLOBS:
+        candidates += sorted(glob.glob(pattern), reverse=True)  # the newest version first
+    for folder in candidates:
+        if (Path(folder) / model).is_file():
+            return str(Path(folder))
+    return None
+
+
+class WorkerOcr:
+    """``OcrEngine`` reading with tesserocr in a worker process; pytesseract as fallback."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._fallback = False
+
+    @property
+    def engine(self) -> str:
+        """Which engine reads: "tesserocr" or "pytesseract"."""
+        return "pytesseract" if self._fallback else "tesserocr"
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id (None when none runs)."""
+        return None if self._process is None else self._process.pid
+
+    def check(self) -> None:
+        with self._lock:
+            if self._fallback:
+                ocr.check_ocr()
+            elif self._process is None:
+                self._start()
+
+    def text(self, image: Image) -> str:
+        with self._lock:
+            if self._process is not None and self._process.poll() is not None:
+                # It ended between two frames (killed, out of memory): no frame is lost.
+                log.warning(
+                    "the OCR worker had ended (exit code %s); starting another",
+                    self._process.returncode,
+                )
+                self._stop()
+            if not self._fallback and self._process is None:
+                self._start()
+            if self._fallback:
+                return ocr.ocr_text(image)
+            return self._read(image)
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+    # -- the parent's side ------------------------------------------------------------------
+
+    def _start(self) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "capture.ocr_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            close_fds=True,
+        )
+        reply = self._answer(START_TIMEOUT_S)
+        if reply is None or reply[0] == ENDED:
+            self._stop()
+            raise CaptureError("the OCR worker did not start (see the log)")
+        status, detail = reply
+        if status == b"R":
+            log.info("OCR: tesserocr in worker process %d", self._process.pid)
+            return
+        self._stop()
+        if status == b"N":
+            ocr.check_ocr()
+            self._fallback = True
+            log.info("OCR: tesserocr cannot be imported (%s); using pytesseract", detail)
+            return
+        raise CaptureError(detail)
+
+    def _read(self, image: Image) -> str:
+        assert self._process is not None and self._process.stdin is not None
+        gray = image.convert("L")
+        try:
+            self._process.stdin.write(REQUEST.pack(*gray.size) + gray.tobytes())
+            self._process.stdin.flush()
+        except OSError:  # BrokenPipeError: it had ended
+            return self._lost("it had ended")
+        reply = self._answer(TIMEOUT_S)
+        if reply is None:
+            return self._lost(f"no answer in {TIMEOUT_S:.0f} s")
+        status, detail = reply
+        if status == ENDED:
+            return self._lost("it ended")
+        if status != b"T":
+            raise CaptureError(f"tesseract failed: {detail}")
+        return detail
+
+    def _answer(self, timeout: float) -> tuple[bytes, str] | None:
+        """The worker's next reply: ``ENDED`` when its output closed, None when it said
+        nothing for ``timeout``."""
+        assert self._process is not None and self._process.stdout is not None
+        out = self._process.stdout
+        ready, _, _ = select.select([out], [], [], timeout)
+        if not ready:
+            return None
+        header = _exactly(out, REPLY.size)
+        if header is None:
+            return ENDED, ""
+        status, length = REPLY.unpack(header)
+        payload = _exactly(out, length)
+        return (ENDED, "") if payload is None else (status, payload.decode())
+
+    def _lost(self, why: str) -> str:
+        process = self._process
+        code = None
+        if process is not None:
+            # Its pipe closes a moment before it can be reaped: wait that moment for its code.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = process.wait(1.0)
+        self._stop()
+        how = why if code is None else f"exit code {code}"
+        log.warning("the OCR worker was lost (%s); this frame has no OCR text", how)
+        return ""
+
+    def _stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        # A closed standard input ends an idle worker; one stuck inside Tesseract is killed.
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        try:
+            process.wait(1.0)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _exactly(stream: IO[bytes], size: int) -> bytes | None:
+    data = stream.read(size)
+    return data if len(data) == size else None
+
+
+# -- the worker's side ----------------------------------------------------------------------
+
+
+def serve() -> None:
+    """The worker: one reply to start (``R``, ``N`` or ``E``), then one for each request on
+    standard input, until it closes."""
+    # Ctrl-C reaches the whole process group: the daemon stops, and the worker with it when
+    # the pipe closes, without a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The replies get a descriptor of their own; anything a library prints goes to stderr.
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    requests = sys.stdin.buffer
+
+    def reply(status: bytes, text: str) -> None:
+        data = text.encode()
+        replies.write(REPLY.pack(status, len(data)) + data)
+        replies.flush()
+
+    with contextlib.suppress(OSError):  # BrokenPipeError: the daemon has gone
+        api = _api(reply)
+        if api is None:
+            return
+        from PIL import Image
+
+        while (header := _exactly(requests, REQUEST.size)) is not None:
+            size = REQUEST.unpack(header)
+            pixels = _exactly(requests, size[0] * size[1])
+            if pixels is None:
+                return
+            try:
+                api.SetImage(ocr.prepare(Image.frombytes("L", size, pixels)))
+                text = ocr.tidy(api.GetUTF8Text())
+            except Exception as exc:  # one image's failure is that frame's, not the worker's
+                reply(b"E", f"{type(exc).__name__}: {exc}")
+            else:
+                reply(b"T", text)
+
+
+def _api(reply: Any) -> Any:
+    """tesserocr's API with the model loaded, after replying ``R``; None after saying why not."""
+    # Before Tesseract loads OpenMP: its own threads made one region take 6.0 s instead of
+    # 1.2 s on 2 cores. A value the user set is kept.
+    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+    try:
+        import tesserocr
+    except ImportError as exc:
+        reply(b"N", str(exc) or type(exc).__name__)
+        return None
+    folder = tessdata_dir()
+    if folder is None:
+        reply(b"E", f"Tesseract has no English model (eng.traineddata); {MODEL_INSTALL}")
+        return None
+    try:
+        api = tesserocr.PyTessBaseAPI(path=folder, lang=ocr.LANGUAGE)
+    except RuntimeError as exc:  # a damaged or incompatible model file
+        reply(b"E", f"Tesseract cannot load its model in {folder} ({exc}); {MODEL_INSTALL}")
+        return None
+    api.SetPageSegMode(ocr.PAGE_SEGMENTATION)
+    # The region is made dark-on-light first (capture.ocr.prepare): Tesseract's own retry
+    # of lines it takes for inverted text is wasted work.
+    api.SetVariable("tessedit_do_invert", "0")
+    reply(b"R", folder)
+    return api
+
+
+if __name__ == "__main__":
+    serve()
