@@ -12,7 +12,11 @@ window is grabbed once and the same image is read by:
   dark-on-light, no scaling);
 - ``fallback``: pytesseract with the new preparation (``capture.ocr.ocr_text``);
 - ``engine``: the daemon's engine (``capture.ocr_worker.WorkerOcr``: tesserocr kept loaded
-  in a worker process).
+  in a worker process, which keeps the text of the lines it has read).
+
+Each terminal is then read again after ``SCROLL`` more lines were printed to it (it
+scrolled), as the daemon reads a terminal whose output grows: today's setting reads it
+whole, the engine reads only the lines it has not seen.
 
 CPU is counted wherever it is spent: this process, the tesseract programs pytesseract
 starts (their rusage once reaped) and the worker (its /proc stat). Ground truth is every
@@ -65,6 +69,7 @@ COLOURS = {"light": ["-bg", "white", "-fg", "black"], "dark": ["-bg", "black", "
 # fewer and shorter, so every line shown is wholly visible and nothing wraps.
 GTK_COLUMNS, GTK_ROWS = 80, 24
 ENGINES = ("today", "fallback", "engine")
+SCROLL = 8  # lines printed after the first read: the terminal scrolls by as many
 MIN_LETTERS = 4
 
 
@@ -215,83 +220,92 @@ class Tally:
         return f"{words_pc:6.1f} {phrases_pc:6.1f} {percentile(sorted(self.cpu), 0.5):6.2f}"
 
 
+FIRST = "a window seen for the first time"
+SCROLLED = f"the same terminal after {SCROLL} more lines were printed (it scrolled)"
+
+
 def bench(quick: bool) -> Report:
     report = Report()
     for line in [*machine(), "", f"$ .venv/bin/python -m bench.ocr{' --quick' * quick}"]:
         report(line)
-    tallies: dict[str, dict[str, Tally]] = {}
+    tallies: dict[str, dict[str, dict[str, Tally]]] = {FIRST: {}, SCROLLED: {}}
     engine = WorkerOcr()
     engine.check()
     report(f"engine: {engine.engine}, worker pid {engine.pid}")
     sources = texts(quick)
+    steps: dict[str, tuple[Callable[[Any], str], WorkerOcr | None]] = {
+        "today": (today, None),
+        "fallback": (ocr.ocr_text, None),
+        "engine": (engine.text, engine),
+    }
+
+    def measure(section: str, kind: str, lines: list[str], image: Any, engines: Any) -> None:
+        row = tallies[section].setdefault(kind, {e: Tally() for e in ENGINES})
+        for label in engines:
+            step, worker = steps[label]
+            read_text, cpu = cpu_spent(step, image, worker)
+            row[label].add(truth(lines), read_text, cpu)
+
     with headless_desktop() as desk:
         probe = X11Probe(desk.display)
         try:
-            kinds: list[tuple[str, Callable[[str, str], tuple[Window, list[str]]]]] = []
             for font, font_style in FONTS.items():
                 for colour, colour_style in COLOURS.items():
-
-                    def terminal(
-                        name: str, text: str, style: list[str] = font_style + colour_style
-                    ) -> tuple[Window, list[str]]:
-                        lines = screenful(text, COLUMNS, ROWS - 1)
-                        return open_terminal(desk, lines, name, style), lines
-
-                    kinds.append((f"xterm {font} {colour}", terminal))
-
-            def gtk(name: str, text: str) -> tuple[Window, list[str]]:
+                    kind = f"xterm {font} {colour}"
+                    for name, text in sources:
+                        lines = screenful(text, COLUMNS, ROWS - 1 + SCROLL)
+                        window = open_terminal(
+                            desk, lines[: ROWS - 1], name, font_style + colour_style
+                        )
+                        image = window_image(desk, probe, window)
+                        measure(FIRST, kind, lines[: ROWS - 1], image, ENGINES)
+                        window.write("\n".join(lines[ROWS - 1 :]) + "\n")
+                        image = window_image(desk, probe, window)
+                        desk.close(window)
+                        measure(SCROLLED, kind, lines[SCROLL:], image, ("today", "engine"))
+                        print(f"{kind:22s} {name:28s} done", file=sys.stderr)
+            for name, text in sources:
                 lines = screenful(text, GTK_COLUMNS, GTK_ROWS)
-                return desk.open_zenity_text("\n".join(lines), name), lines
-
-            kinds.append(("zenity (GTK)", gtk))
-            for kind, show in kinds:
-                for name, text in sources:
-                    window, lines = show(name, text)
-                    image = window_image(desk, probe, window)
-                    desk.close(window)
-                    expected = truth(lines)
-                    row = tallies.setdefault(kind, {e: Tally() for e in ENGINES})
-                    for label, step, worker in (
-                        ("today", today, None),
-                        ("fallback", ocr.ocr_text, None),
-                        ("engine", engine.text, engine),
-                    ):
-                        read_text, cpu = cpu_spent(step, image, worker)
-                        row[label].add(expected, read_text, cpu)
-                    print(f"{kind:22s} {name:28s} done", file=sys.stderr)
+                window = desk.open_zenity_text("\n".join(lines), name)
+                image = window_image(desk, probe, window)
+                desk.close(window)
+                measure(FIRST, "zenity (GTK)", lines, image, ENGINES)
+                print(f"{'zenity (GTK)':22s} {name:28s} done", file=sys.stderr)
         finally:
             probe.close()
             engine.close()
-    report("")
-    report(
-        "words and two-word phrases found (%), median CPU seconds a window; "
-        f"{len(sources)} text(s) a kind, {COLUMNS}×{ROWS} terminals"
-    )
-    head = " ".join(f"{e + ' words':>13s} {'phrases':>6s} {'cpu':>6s}" for e in ENGINES)
-    report(f"{'window':22s} {head}  {'cpu today/engine':>16s}")
-    total = {e: Tally() for e in ENGINES}
-    for kind, row in tallies.items():
-        ratio = percentile(sorted(row["today"].cpu), 0.5) / percentile(
-            sorted(row["engine"].cpu), 0.5
+    for section, rows in tallies.items():
+        report("")
+        report(
+            f"{section}: words and two-word phrases found (%), median CPU seconds a window; "
+            f"{len(sources)} text(s) a kind, {COLUMNS}×{ROWS} terminals"
         )
-        cells = " ".join(f"{'':6s} {row[e].cells()}" for e in ENGINES)
-        report(f"{kind:22s} {cells}  {ratio:16.2f}")
-        for e in ENGINES:
-            for attr in ("words", "words_found", "phrases", "phrases_found"):
-                setattr(total[e], attr, getattr(total[e], attr) + getattr(row[e], attr))
-            total[e].cpu += row[e].cpu
-    ratio = percentile(sorted(total["today"].cpu), 0.5) / percentile(
-        sorted(total["engine"].cpu), 0.5
-    )
-    cells = " ".join(f"{'':6s} {total[e].cells()}" for e in ENGINES)
-    report(f"{'all':22s} {cells}  {ratio:16.2f}")
+        table(report, rows)
     report("")
-    report("a sample of the words the engine missed, by window kind:")
-    for kind, row in tallies.items():
+    report("a sample of the words the engine missed, by window kind (first sight):")
+    for kind, row in tallies[FIRST].items():
         sample = ", ".join(row["engine"].misses[:12])
         report(f"  {kind}: {sample or '-'}")
     report(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     return report
+
+
+def table(report: Report, rows: dict[str, dict[str, Tally]]) -> None:
+    engines = [e for e in ENGINES if any(row[e].cpu for row in rows.values())]
+    head = " ".join(f"{e + ' words':>13s} {'phrases':>6s} {'cpu':>6s}" for e in engines)
+    report(f"{'window':22s} {head}  {'cpu today/engine':>16s}")
+    total = {e: Tally() for e in engines}
+    for kind, row in [*rows.items(), ("all", total)]:
+        if kind != "all":
+            for e in engines:
+                for attr in ("words", "words_found", "phrases", "phrases_found"):
+                    setattr(total[e], attr, getattr(total[e], attr) + getattr(row[e], attr))
+                total[e].cpu += row[e].cpu
+        ratio = percentile(sorted(row["today"].cpu), 0.5) / percentile(
+            sorted(row["engine"].cpu), 0.5
+        )
+        cells = " ".join(f"{'':6s} {row[e].cells()}" for e in engines)
+        report(f"{kind:22s} {cells}  {ratio:16.2f}")
 
 
 def main() -> None:

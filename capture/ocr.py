@@ -120,8 +120,12 @@ def prepare(image: Image) -> Image:
     """The image Tesseract reads: grayscale, dark-on-light, small text upscaled (see the
     module docstring for the measurements)."""
     gray = dark_on_light(image)
-    height = text_height(gray)
-    return upscale(gray) if height is not None and height < SMALL_TEXT_PX else gray
+    return upscale(gray) if is_small(text_height(gray)) else gray
+
+
+def is_small(height: int | None) -> bool:
+    """Whether text lines ``height`` pixels high are read upscaled."""
+    return height is not None and height < SMALL_TEXT_PX
 
 
 def dark_on_light(image: Image) -> Image:
@@ -134,33 +138,40 @@ def dark_on_light(image: Image) -> Image:
     return gray
 
 
+def ink_runs(gray: Image) -> list[tuple[int, int]]:
+    """The runs of rows holding ink (``INK_LEVEL``) in a dark-on-light region, as (top,
+    bottom) row numbers, bottom excluded: its text lines, where no two lines touch."""
+    width = gray.width
+    if width == 0:
+        return []
+    raw = gray.tobytes()
+    runs: list[tuple[int, int]] = []
+    top = None
+    for row, start in enumerate(range(0, len(raw), width)):
+        if min(raw[start : start + width]) < INK_LEVEL:
+            if top is None:
+                top = row
+        elif top is not None:
+            runs.append((top, row))
+            top = None
+    if top is not None:
+        runs.append((top, gray.height))
+    return runs
+
+
 def text_height(gray: Image) -> int | None:
     """The height in pixels of the region's text lines (None when it has no ink).
 
-    A line is a run of rows holding ink (``INK_LEVEL``). Lines whose ink touches (a bitmap
-    font's parentheses span the whole cell; a block cursor under a line) make runs of two
-    lines or more: runs over 1.5× the median are left out. Of the rest the upper quartile
-    is taken, so lines without ascenders or descenders do not pull the height down.
-    Measured on 110×40 terminals (``python -m bench.ocr``): xterm's default font 11-12,
-    DejaVu Sans Mono 9 13, DejaVu Sans Mono 12 15, GTK's text view 14.
+    Lines whose ink touches (a bitmap font's parentheses span the whole cell; a block
+    cursor under a line) make runs of two lines or more: runs over 1.5× the median are left
+    out. Of the rest the upper quartile is taken, so lines without ascenders or descenders
+    do not pull the height down. Measured on 110×40 terminals (``python -m bench.ocr``):
+    xterm's default font 11-12, DejaVu Sans Mono 9 13, DejaVu Sans Mono 12 15, GTK's text
+    view 14.
     """
-    width = gray.width
-    if width == 0:
-        return None
-    raw = gray.tobytes()
-    runs: list[int] = []
-    run = 0
-    for top in range(0, len(raw), width):
-        if min(raw[top : top + width]) < INK_LEVEL:
-            run += 1
-        elif run:
-            runs.append(run)
-            run = 0
-    if run:
-        runs.append(run)
+    runs = sorted(bottom - top for top, bottom in ink_runs(gray))
     if not runs:
         return None
-    runs.sort()
     median = runs[len(runs) // 2]
     lines = [height for height in runs if height <= 1.5 * median]
     return lines[(3 * len(lines)) // 4]

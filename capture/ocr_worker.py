@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import logging
 import os
 import select
@@ -41,6 +42,7 @@ import struct
 import subprocess
 import sys
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -62,6 +64,12 @@ START_TIMEOUT_S = 60.0
 # the models; tesserocr's own default is the folder its library was built for, which the
 # wheel's build machine had and this one does not.
 MODEL_INSTALL = "install it: sudo apt-get install tesseract-ocr-eng (or set TESSDATA_PREFIX)"
+# Lines whose text the worker keeps (about 100 bytes each): a few screens of many windows.
+KNOWN_LINES = 8192
+# Rows of the region kept above and below a line read alone, and the white border around
+# it: Tesseract finds no line on a crop that ends at the ink.
+LINE_PAD = 2
+LINE_BORDER = 8
 REQUEST = struct.Struct("!II")
 REPLY = struct.Struct("!cI")
 ENDED = b""  # the status ``_answer`` gives when the worker's output closed
@@ -259,18 +267,90 @@ def serve() -> None:
             return
         from PIL import Image
 
+        reader = Reader(api)
         while (header := _exactly(requests, REQUEST.size)) is not None:
             size = REQUEST.unpack(header)
             pixels = _exactly(requests, size[0] * size[1])
             if pixels is None:
                 return
             try:
-                api.SetImage(ocr.prepare(Image.frombytes("L", size, pixels)))
-                text = ocr.tidy(api.GetUTF8Text())
+                text = reader.read(Image.frombytes("L", size, pixels))
             except Exception as exc:  # one image's failure is that frame's, not the worker's
                 reply(b"E", f"{type(exc).__name__}: {exc}")
             else:
                 reply(b"T", text)
+
+
+class Reader:
+    """Reads regions with tesserocr, keeping the text of the text lines it has read.
+
+    A line is a run of rows holding ink (``capture.ocr.ink_runs``), known by a hash of its
+    pixels: a terminal that scrolled, an editor where one line was typed, a window seen
+    again show mostly lines read before, and only the others are read. A region with more
+    than half its lines new is read whole (the same words as a read without this), and
+    Tesseract's lines are given to the runs they overlap; otherwise each new line is read
+    alone, with ``LINE_PAD`` rows around it.
+    """
+
+    def __init__(self, api: Any) -> None:
+        self.api = api
+        self.known: OrderedDict[bytes, str] = OrderedDict()
+
+    def read(self, image: Image) -> str:
+        gray = ocr.dark_on_light(image)
+        runs = ocr.ink_runs(gray)
+        scale = ocr.UPSCALE if ocr.is_small(ocr.text_height(gray)) else 1
+        keys = [self._key(gray, run, scale) for run in runs]
+        new = [n for n, key in enumerate(keys) if key not in self.known]
+        if 2 * len(new) > len(keys):
+            self._read_whole(gray, runs, keys, scale)
+        else:
+            for n in new:
+                self.known[keys[n]] = self._read_line(gray, runs[n], scale)
+        texts = []
+        for key in keys:
+            self.known.move_to_end(key)
+            texts.append(self.known[key])
+        while len(self.known) > KNOWN_LINES:
+            self.known.popitem(last=False)
+        return ocr.tidy("\n".join(text for text in texts if text))
+
+    @staticmethod
+    def _key(gray: Image, run: tuple[int, int], scale: int) -> bytes:
+        band = gray.crop((0, run[0], gray.width, run[1])).tobytes()
+        shape = struct.pack("!III", gray.width, run[1] - run[0], scale)
+        return hashlib.blake2b(shape + band, digest_size=16).digest()
+
+    def _read_whole(
+        self, gray: Image, runs: list[tuple[int, int]], keys: list[bytes], scale: int
+    ) -> None:
+        from tesserocr import RIL, iterate_level
+
+        self.api.SetImage(ocr.upscale(gray) if scale > 1 else gray)
+        self.api.Recognize()
+        found: list[list[str]] = [[] for _ in runs]
+        iterator = self.api.GetIterator()
+        for line in iterate_level(iterator, RIL.TEXTLINE):
+            box = line.BoundingBox(RIL.TEXTLINE)
+            text = line.GetUTF8Text(RIL.TEXTLINE)
+            if box is None or not text.strip():
+                continue
+            top, bottom = box[1] / scale, box[3] / scale
+            overlaps = [min(bottom, b) - max(top, t) for t, b in runs]
+            best = max(range(len(runs)), key=overlaps.__getitem__)
+            found[best].append(text.strip())
+        for key, texts in zip(keys, found, strict=True):
+            self.known[key] = "\n".join(texts)
+
+    def _read_line(self, gray: Image, run: tuple[int, int], scale: int) -> str:
+        from PIL import ImageOps
+
+        top, bottom = max(0, run[0] - LINE_PAD), min(gray.height, run[1] + LINE_PAD)
+        band = gray.crop((0, top, gray.width, bottom))
+        band = ocr.upscale(band) if scale > 1 else band
+        self.api.SetImage(ImageOps.expand(band, border=LINE_BORDER, fill=255))
+        text: str = self.api.GetUTF8Text()
+        return "\n".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def _api(reply: Any) -> Any:

@@ -249,3 +249,70 @@ def test_the_engine_reads_every_word_of_xterm_at_small_fonts(
     missed = expected - set(words(text))
     # The target is 98 % of the words (bench/ocr.py): one of these 38 may be missed.
     assert len(missed) <= 1, (missed, text)
+
+
+@pytest.mark.desktop
+@pytest.mark.parametrize(
+    "font", [[], ["-fa", "DejaVu Sans Mono", "-fs", "9"]], ids=["default", "dejavu9"]
+)
+def test_after_a_scroll_the_new_lines_read_alone_find_the_words_a_full_read_finds(
+    desktop: Desktop, tmp_path: Path, font: list[str]
+) -> None:
+    # The terminal of bench/ocr.py: 39 lines of a man page, then 8 more printed.
+    shown = [line[:100] for line in _man_page_lines()][: 39 + 8]
+    fifo = tmp_path / "feed"
+    os.mkfifo(fifo, 0o600)
+    feed = os.open(fifo, os.O_RDWR)
+    argv = [require("xterm"), "-T", "scroll", "+bc", *font, "-geometry", "100x40+40+40"]
+    window = desktop._open("xterm", [*argv, "-e", "cat", str(fifo)], "scroll")
+    probe = X11Probe(desktop.display)
+    warm, fresh = WorkerOcr(), WorkerOcr()
+    try:
+        os.write(feed, ("\n".join(shown[:39]) + "\n").encode())
+        first = warm.text(window_region(desktop, probe, window))
+        os.write(feed, ("\n".join(shown[39:]) + "\n").encode())
+        scrolled = window_region(desktop, probe, window)
+        band_wise = warm.text(scrolled)
+        whole = fresh.text(scrolled)
+    finally:
+        warm.close()
+        fresh.close()
+        probe.close()
+        desktop.close(window)
+        os.close(feed)
+
+    def long_words(text: str) -> set[str]:
+        return {w for w in words(text) if len(w) >= 4 and w.isalpha()}
+
+    # The words on screen that each read found are the same (OCR's misreadings of a line
+    # read alone may differ from those of a line read in its block).
+    on_screen = long_words("\n".join(shown[8:]))
+    assert on_screen & long_words(band_wise) == on_screen & long_words(whole)
+    assert len(on_screen & long_words(whole)) >= 0.98 * len(on_screen)
+    # What was read changed with the scroll: the new lines are in.
+    assert long_words("\n".join(shown[39:])) <= long_words(band_wise)
+    assert long_words(first) != long_words(band_wise)
+
+
+def _man_page_lines() -> list[str]:
+    import subprocess
+
+    done = subprocess.run(
+        ["man", "-P", "cat", "grep"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MANWIDTH": "100", "LANG": "C"},
+        check=True,
+    )
+    return [line.rstrip() for line in done.stdout.splitlines() if line.strip()]
+
+
+def window_region(desk: Desktop, probe: X11Probe, window: Window) -> Image.Image:
+    desk.activate(window.window_id)
+    desk.settle()
+    front = probe.frontmost()
+    assert front is not None
+    image, monitor = screen.grab(front.geometry, display=desk.display)
+    g = front.geometry
+    left, top = g.x - monitor.left, g.y - monitor.top
+    return image.crop((left, top, left + g.width, top + g.height))
