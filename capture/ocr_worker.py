@@ -119,6 +119,7 @@ class WorkerOcr:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._fallback = False
+        self._closing = False  # close() was called: a read stops its worker when it ends
 
     @property
     def engine(self) -> str:
@@ -150,11 +151,21 @@ class WorkerOcr:
                 self._start()
             if self._fallback:
                 return ocr.ocr_text(image)
-            return self._read(image)
+            try:
+                return self._read(image)
+            finally:
+                if self._closing:
+                    self._stop()
 
     def close(self) -> None:
-        with self._lock:
-            self._stop()
+        """Stop the worker; one busy with a frame (the capture thread reads while the probe
+        loop replaces the backends) is stopped when that read ends, so this never waits."""
+        self._closing = True
+        if self._lock.acquire(blocking=False):
+            try:
+                self._stop()
+            finally:
+                self._lock.release()
 
     # -- the parent's side ------------------------------------------------------------------
 

@@ -138,12 +138,7 @@ def test_a_worker_killed_during_a_read_costs_that_frame_and_the_next_read_works(
     reading = threading.Thread(target=lambda: results.append(engine.text(image)))
     try:
         reading.start()
-
-        def pending() -> int:
-            size = fcntl.ioctl(pipe, termios.FIONREAD, struct.pack("i", 0))
-            return int(struct.unpack("i", size)[0])
-
-        wait_for(lambda: pending() > 0, "the request in the worker's pipe")
+        wait_for(lambda: pending_bytes(pipe) > 0, "the request in the worker's pipe")
     finally:
         os.close(pipe)
         os.kill(worker, signal.SIGKILL)
@@ -153,6 +148,37 @@ def test_a_worker_killed_during_a_read_costs_that_frame_and_the_next_read_works(
     assert "the OCR worker was lost (exit code -9); this frame has no OCR text" in caplog.text
     assert "ECONNREFUSED" in engine.text(image)
     assert engine.pid not in (None, worker)
+
+
+def test_closing_during_a_read_does_not_wait_for_it_and_stops_the_worker_after(
+    engine: WorkerOcr,
+) -> None:
+    engine.check()
+    worker = engine.pid
+    assert worker is not None
+    os.kill(worker, signal.SIGSTOP)
+    pipe = os.open(f"/proc/{worker}/fd/0", os.O_RDONLY | os.O_NONBLOCK)
+    results: list[str] = []
+    reading = threading.Thread(target=lambda: results.append(engine.text(drawn(LINES, 12))))
+    try:
+        reading.start()
+        wait_for(lambda: pending_bytes(pipe) > 0, "the request in the worker's pipe")
+        engine.close()
+        assert reading.is_alive()  # close() returned while the worker still held the read
+    finally:
+        os.close(pipe)
+        os.kill(worker, signal.SIGCONT)
+    reading.join()
+
+    assert "ECONNREFUSED" in results[0]
+    assert engine.pid is None
+    assert not Path(f"/proc/{worker}").exists()
+
+
+def pending_bytes(fd: int) -> int:
+    """Bytes waiting in the pipe ``fd`` is an end of (FIONREAD)."""
+    size = fcntl.ioctl(fd, termios.FIONREAD, struct.pack("i", 0))
+    return int(struct.unpack("i", size)[0])
 
 
 def test_without_tesserocr_the_engine_falls_back_to_pytesseract(
