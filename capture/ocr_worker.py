@@ -65,9 +65,6 @@ TIMEOUT_S = ocr.TIMEOUT_S
 # The worker's start (Python, tesserocr, the model) took 0.3-0.6 s here; a loaded machine
 # may take many times that.
 START_TIMEOUT_S = 60.0
-# Where Debian's tesseract-ocr-eng (…/tesseract-ocr/5/tessdata), Fedora and Homebrew put
-# the models; tesserocr's own default is the folder its library was built for, which the
-# wheel's build machine had and this one does not.
 MODEL_INSTALL = "install it: sudo apt-get install tesseract-ocr-eng (or set TESSDATA_PREFIX)"
 # Lines whose text the worker keeps (about 100 bytes each): a few screens of many windows.
 KNOWN_LINES = 8192
@@ -78,6 +75,9 @@ LINE_BORDER = 8
 REQUEST = struct.Struct("!II")
 REPLY = struct.Struct("!cI")
 ENDED = b""  # the status ``_answer`` gives when the worker's output closed
+# Where Debian's tesseract-ocr-eng (…/tesseract-ocr/5/tessdata), Fedora and Homebrew put
+# the models; tesserocr's own default is the folder its library was built for, which the
+# wheel's build machine had and this one does not.
 TESSDATA_GLOBS = (
     "/usr/share/tesseract-ocr/*/tessdata",
     "/usr/share/tessdata",
@@ -170,11 +170,16 @@ class WorkerOcr:
     # -- the parent's side ------------------------------------------------------------------
 
     def _start(self) -> None:
+        # The folder holding this package, last on the worker's path: found even when the
+        # daemon runs from a checkout that is not installed.
+        here = str(Path(__file__).resolve().parents[1])
+        path = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), here) if p)
         self._process = subprocess.Popen(
             [sys.executable, "-m", "capture.ocr_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             close_fds=True,
+            env={**os.environ, "PYTHONPATH": path},
         )
         reply = self._answer(START_TIMEOUT_S)
         if reply is None or reply[0] == ENDED:

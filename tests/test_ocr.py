@@ -114,7 +114,8 @@ def test_a_worker_killed_between_frames_costs_no_frame(
     first = engine.pid
     assert first is not None
     os.kill(first, signal.SIGKILL)
-    wait_for(lambda: not Path(f"/proc/{first}/cmdline").read_bytes(), "the worker to die")
+    # A zombie ("Z"): dead and waiting to be reaped, as a worker found ended between frames.
+    wait_for(lambda: process_state(first) == "Z", "the worker to die")
 
     text = engine.text(drawn(LINES, 12))
 
@@ -173,6 +174,11 @@ def test_closing_during_a_read_does_not_wait_for_it_and_stops_the_worker_after(
     assert "ECONNREFUSED" in results[0]
     assert engine.pid is None
     assert not Path(f"/proc/{worker}").exists()
+
+
+def process_state(pid: int) -> str:
+    """The state letter of ``pid`` in /proc (R, S, T, Z, ...)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
 def pending_bytes(fd: int) -> int:
