@@ -8,7 +8,8 @@ step the daemon takes for a frame: the probe, the 1080p grab, the signature and 
 comparison, the thumbnail (with its size), the accessibility read and OCR of a window
 region. Baselines run in the same process: one bare X round trip (what the probe is made
 of) and Tesseract on a blank 40×20 image (process start and model load, paid by every
-OCR call). When ``tesserocr`` is importable (it is not a dependency) it is timed too.
+OCR call). When ``tesserocr`` is importable (the ``ocr`` extra installs it) it is timed too,
+in this process (``python -m bench.ocr`` times the daemon's OCR engine itself).
 
 Then a whole frame without OCR, end to end, on the zenity window (its text comes from
 AT-SPI, so no OCR runs): ``X11Probe.frontmost()`` and the daemon's own
@@ -205,7 +206,7 @@ def bench(rounds: int, ocr_rounds: int, frame_rounds: int) -> list[str]:
         import tesserocr
 
         version = str(tesserocr.tesseract_version()).splitlines()[0]
-        lines.append(f"(tesserocr {tesserocr.__version__}, bundling {version}; not a dependency)")
+        lines.append(f"(tesserocr {tesserocr.__version__}, bundling {version})")
     else:
         lines.append("(tesserocr is not installed: pip install tesserocr to time it too)")
     load = os.getloadavg()

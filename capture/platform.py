@@ -14,10 +14,11 @@ Two backends exist, chosen from the session (``session()``) or forced by the con
   rectangles (``capture.wlroots``).
 
 Both read text through AT-SPI (the accessibility bus is the same on every desktop) and
-Tesseract. A Wayland session is never recorded through XWayland unless the config asks for
-``x11``, and then ``abilities`` says that only X clients are seen. GNOME and KDE Plasma on
-Wayland are refused, saying what is missing. Nothing heavy is imported until ``backends()``
-is called.
+Tesseract (tesserocr in a worker process, pytesseract where tesserocr cannot be imported:
+``capture.ocr_worker``). A Wayland session is never recorded through XWayland unless the
+config asks for ``x11``, and then ``abilities`` says that only X clients are seen. GNOME and
+KDE Plasma on Wayland are refused, saying what is missing. Nothing heavy is imported until
+``backends()`` is called.
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ class OcrEngine(Protocol):
 
     def text(self, image: Image) -> str: ...
 
+    def close(self) -> None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Backends:
@@ -94,20 +97,15 @@ class Backends:
     def close(self) -> None:
         self.probe.close()
         self.ax.close()
+        self.ocr.close()
 
 
-class TesseractOcr:
-    """``OcrEngine`` over capture.ocr (pytesseract)."""
+def ocr_engine() -> OcrEngine:
+    """Tesseract kept loaded in a worker process (``capture.ocr_worker``: 1.2-2× less CPU
+    a window than starting the tesseract program each time, ``python -m bench.ocr``)."""
+    from capture.ocr_worker import WorkerOcr
 
-    def check(self) -> None:
-        from capture.ocr import check_ocr
-
-        check_ocr()
-
-    def text(self, image: Image) -> str:
-        from capture.ocr import ocr_text
-
-        return ocr_text(image)
+    return WorkerOcr()
 
 
 class X11Screen:
@@ -249,7 +247,7 @@ def backends(
             "windows are not seen",
         )
     return Backends(
-        "x11", X11Probe(display), ax, TesseractOcr(), X11Screen(display), display, tuple(abilities)
+        "x11", X11Probe(display), ax, ocr_engine(), X11Screen(display), display, tuple(abilities)
     )
 
 
@@ -282,7 +280,7 @@ def _wlroots(env: Mapping[str, str], found: Session, ax: TextReader) -> Backends
         "wlroots",
         probe,
         ax,
-        TesseractOcr(),
+        ocr_engine(),
         probe,
         wayland,
         tuple(abilities),

@@ -306,7 +306,12 @@ def test_a_killed_daemon_restarts_consistent_and_the_gap_shows_as_a_crash(
 def test_ocr_failing_on_a_frame_costs_only_that_frame_s_text(
     desktop: Desktop, daemon: Daemon, tmp_path: Path
 ) -> None:
-    # A tesseract that starts and lists its languages, then fails on every image.
+    # The fallback engine (tesserocr made unimportable for the daemon and its OCR worker),
+    # with a tesseract that starts and lists its languages, then fails on every image.
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "tesserocr.py").write_text("raise ImportError('no wheel for this platform')\n")
+    daemon.env["PYTHONPATH"] = str(shadow)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "tesseract"
@@ -325,6 +330,9 @@ def test_ocr_failing_on_a_frame_costs_only_that_frame_s_text(
     desktop.activate(second.window_id)
     wait_for(lambda: len(daemon.frames()) == 2, "capture going on after OCR failed")
     assert {f.text_source for f in daemon.frames()} == {"none"}
+    assert "tesserocr cannot be imported (no wheel for this platform); using pytesseract" in (
+        daemon.log.read_text()
+    )
     assert "OCR failed on one frame" in daemon.log.read_text()
 
 
