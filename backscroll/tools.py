@@ -137,7 +137,7 @@ class MemoryTool(_Tool):
         start, end = resolve_window(p.since, p.until)
         with self._store() as store:
             hits = store.search(p.query, start=start, end=end, app=p.app, limit=p.limit)
-            exact = bool(hits) and not hits[0].near_miss
+            exact = bool(hits) and not (hits[0].near_miss or hits[0].fuzzy)
             why = None if exact else store.why_empty(start, end, p.app)
         meta = _scope(start, end, p.app) | {
             "action": "search",
@@ -396,6 +396,8 @@ def hit_dict(hit: Hit) -> dict[str, Any]:
         data["score"] = round(hit.score, 4)
     if hit.near_miss:
         data["near_miss"] = True
+    if hit.fuzzy:
+        data["fuzzy"] = True
     return data
 
 

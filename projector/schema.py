@@ -27,6 +27,9 @@ Fields:
     btok        raw text, many values         blind tokens (hex) of encrypted frames
     enc         u64, indexed                  1, only on frames whose text is encrypted (a
                                               field costs ~0.6 µs a document whatever it holds)
+    ocr         u64, indexed                  1, only on plaintext frames whose text was OCR'd:
+                                              the search that forgives a misread letter looks
+                                              at these frames alone (``query/_fuzzy.py``)
     meta        bytes, stored, not indexed    MessagePack [text source, capture reason,
                                               thumbnail path or nil, thumbnail encrypted,
                                               app name, window title]
@@ -50,7 +53,7 @@ from eventlog.events import CaptureReason, FrameCaptured, TextSource
 if TYPE_CHECKING:
     import tantivy
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 def build_schema() -> tantivy.Schema:
@@ -68,6 +71,7 @@ def build_schema() -> tantivy.Schema:
     sb.add_bytes_field("cipher", stored=True)
     sb.add_text_field("btok", tokenizer_name="raw", index_option="basic")
     sb.add_unsigned_field("enc", indexed=True)
+    sb.add_unsigned_field("ocr", indexed=True)
     sb.add_bytes_field("meta", stored=True)
     return sb.build()
 
@@ -140,6 +144,8 @@ def frame_document(frame: FrameCaptured, schema: tantivy.Schema) -> tantivy.Docu
         text = fields["text"] = tokens.normalize(frame.text)
         if text != frame.text:
             fields["body"] = frame.text.encode()
+        if frame.text_source == "ocr":
+            fields["ocr"] = 1
     return tantivy.Document.from_dict(fields, schema)
 
 

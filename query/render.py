@@ -34,6 +34,11 @@ def search_text(
     count = f"{len(hits)} match(es), best first:"
     if hits and hits[0].near_miss:
         count = f"0 match(es) with every term; {len(hits)} near miss(es) with some, best first:"
+    elif hits and hits[0].fuzzy:
+        count = (
+            f"0 exact match(es); {len(hits)} fuzzy match(es), a word one letter off in OCR'd "
+            "text, best first:"
+        )
     lines = [_heading(f"search '{query}'", start, end, app), count]
     for hit in hits:
         lines.append(f"  #{hit.id:<6} {stamp(hit.when)}  [{hit.app}] — {hit.title}")

@@ -33,8 +33,9 @@ def search(
     query: Annotated[
         str,
         typer.Argument(
-            help='Words (all must match, else near misses), "phrases", prefix*. A word that '
-            "starts with - goes after --: backscroll search -- -word"
+            help="Words (all must match, else one letter off in OCR'd text, else near "
+            'misses), "phrases", prefix*. A word that starts with - goes after --: '
+            "backscroll search -- -word"
         ),
     ],
     since: Since = None,
@@ -50,7 +51,7 @@ def search(
     start, end = window(since, until)
     with open_store(home) as store:
         hits = store.search(query, start=start, end=end, app=app, limit=limit)
-        exact = bool(hits) and not hits[0].near_miss
+        exact = bool(hits) and not (hits[0].near_miss or hits[0].fuzzy)
         why = None if exact else store.why_empty(start, end, app)
         note_lag(store)
     if json:
