@@ -69,7 +69,7 @@ def forgiving(
     Only OCR'd frames: accessibility text, app names and titles are what the app put there,
     and an encrypted frame's blind tokens match whole words only. Such a frame with every
     term exactly was already found by ``matching``. A fuzzy term query scores every match
-    alike (a constant), so these hits rank by their exact words, then newest first."""
+    alike (a constant): the searcher takes these frames newest first."""
     import tantivy
 
     must = tantivy.Occur.Must

@@ -37,7 +37,7 @@ def search_text(
     elif hits and hits[0].fuzzy:
         count = (
             f"0 exact match(es); {len(hits)} fuzzy match(es), a word one letter off in OCR'd "
-            "text, best first:"
+            "text, newest first:"
         )
     lines = [_heading(f"search '{query}'", start, end, app), count]
     for hit in hits:
