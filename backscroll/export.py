@@ -103,7 +103,8 @@ def export(
 ) -> ExportResult:
     """Write a decrypted copy of the chosen frames; returns where, and how many.
 
-    With ``query`` the frames are the search matches (best first; never near misses);
+    With ``query`` the frames are the search matches (best first; never near misses or
+    fuzzy matches);
     otherwise the timeline of the window in time order (every frame when no window or
     ``limit`` is given).
     """
@@ -163,7 +164,7 @@ def select(
     frames = max(1, store.state().totals().frames)
     bound = min(limit, frames) if limit else frames
     if query:
-        hits = store.search(query, start=start, end=end, app=app, limit=bound)
+        hits = store.search(query, start=start, end=end, app=app, limit=bound, fuzzy=False)
         return [hit for hit in hits if not hit.near_miss]
     return store.timeline(start=start, end=end, app=app, limit=bound)
 

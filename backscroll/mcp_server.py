@@ -199,8 +199,9 @@ def _add_memory(server: MCPServer, home: Home) -> None:
         query: Annotated[
             Text,
             _d(
-                "Search terms (search). All terms must match (else near misses with some come "
-                "back, marked near_miss); quote phrases; invoice* for prefix"
+                "Search terms (search). All terms must match (else matches with a word one "
+                "letter off in OCR'd text, marked fuzzy; else near misses with some, marked "
+                "near_miss); quote phrases; invoice* for prefix"
             ),
         ] = None,
         since: Annotated[Text, _d(f"Start of the window. {PHRASES}")] = None,

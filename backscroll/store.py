@@ -168,8 +168,11 @@ class MemoryStore:
         end: datetime | None = None,
         app: str | None = None,
         limit: int = 15,
+        fuzzy: bool = True,
     ) -> list[Hit]:
-        return self.searcher().search(query, TimeSpan(start, end), app, limit)
+        """Best first; ``fuzzy=False`` never lets a word match one edit away (``Hit.fuzzy``)
+        when no frame has every term exactly."""
+        return self.searcher().search(query, TimeSpan(start, end), app, limit, fuzzy=fuzzy)
 
     def moments(
         self,

@@ -138,7 +138,7 @@ class MemoryTool(_Tool):
         start, end = resolve_window(p.since, p.until)
         with self._store() as store:
             moments = store.moments(p.query, start=start, end=end, app=p.app, limit=p.limit)
-            exact = bool(moments) and not moments[0].hit.near_miss
+            exact = bool(moments) and not (moments[0].hit.near_miss or moments[0].hit.fuzzy)
             why = None if exact else store.why_empty(start, end, p.app)
         meta = _scope(start, end, p.app) | {
             "action": "search",
@@ -399,6 +399,8 @@ def hit_dict(hit: Hit) -> dict[str, Any]:
         data["score"] = round(hit.score, 4)
     if hit.near_miss:
         data["near_miss"] = True
+    if hit.fuzzy:
+        data["fuzzy"] = True
     return data
 
 

@@ -35,6 +35,13 @@ Encrypted-only: words found only in encrypted frames' text (never in a plaintext
 title or an app name), alone, with another word of the frame, and in a phrase (which
 Backscroll confirms after decryption). Target p99 <= 15 ms.
 
+Fuzzy: searches that find nothing with every term exactly and so reach the stage that
+forgives OCR (a word one edit away in OCR'd text, ``query/_fuzzy.py``): a word of an OCR'd
+frame with one letter replaced, alone and with another word of the frame; a word absent
+everywhere, alone and with a word of a frame (every stage, near misses last). Each is timed
+with ``fuzzy=True`` and ``fuzzy=False`` back to back, beside the exact searches above; with
+the table of what one edit reaches in OCR'd text (``bench/_fuzzy.py``).
+
 CLI: ``backscroll status --home <store>`` and ``backscroll search <word> --home <store>`` as
 whole processes, warm, ``--cli-runs`` each, beside ``python -c pass``. Target <= 300 ms.
 
@@ -55,6 +62,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from bench import _fuzzy
 from bench._corpus import (
     HEADER,
     REPO,
@@ -192,6 +200,20 @@ def query_set(frames: int, home: Path) -> list[Query]:
 
     folder, _ = cached(f"queries-n{frames}-d{DAYS}-s{SEED}", build)
     return [Query(**q) for q in json.loads((folder / "queries.json").read_text())]
+
+
+def fuzzy_query_set(frames: int, home: Path) -> dict[str, Any]:
+    """The queries that reach the fuzzy stage, and the neighbour table, cached."""
+
+    def build(folder: Path) -> dict[str, Any]:
+        say("choosing the fuzzy queries from the store's log")
+        start = time.perf_counter()
+        chosen = _fuzzy.choose(stored_frames(home), SEED)
+        (folder / "fuzzy.json").write_text(json.dumps(chosen))
+        return {"seconds": round(time.perf_counter() - start, 1)}
+
+    folder, _ = cached(f"fuzzy-queries-n{frames}-d{DAYS}-s{SEED}", build)
+    return _fuzzy.load(folder)
 
 
 def choose_queries(home: Path, frames: int) -> list[Query]:
@@ -579,6 +601,12 @@ def main() -> None:
             f"({q.label}; matches: {found})"
         )
     say(f"load after the queries: {load()}")
+    say()
+    fuzzy = fuzzy_query_set(args.frames, home)
+    timed = _fuzzy.measure(home, fuzzy, args.per_class, SEED)
+    exact = [t for t, _ in results["backscroll"]["all plaintext queries"]]
+    _fuzzy.report(say, fuzzy, timed, exact)
+    say(f"load after the fuzzy queries: {load()}")
     say()
     profile(home, chosen, ["1 word", "1 word, app"])
     word = next(q.words[0] for q in chosen if q.kind == "1 word")

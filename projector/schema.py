@@ -28,6 +28,9 @@ Fields:
     btok        raw text, many values         blind tokens (hex) of encrypted frames
     enc         u64, indexed                  1, only on frames whose text is encrypted (a
                                               field costs ~0.6 µs a document whatever it holds)
+    ocr         u64, indexed                  1, only on plaintext frames whose text was OCR'd:
+                                              the search that forgives a misread letter looks
+                                              at these frames alone (``query/_fuzzy.py``)
     meta        bytes, stored, not indexed    MessagePack [text source, capture reason,
                                               thumbnail path or nil, thumbnail encrypted,
                                               app name, window title, page address]
@@ -51,7 +54,7 @@ from eventlog.events import CaptureReason, FrameCaptured, TextSource
 if TYPE_CHECKING:
     import tantivy
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 def build_schema() -> tantivy.Schema:
@@ -69,6 +72,7 @@ def build_schema() -> tantivy.Schema:
     sb.add_bytes_field("cipher", stored=True)
     sb.add_text_field("btok", tokenizer_name="raw", index_option="basic")
     sb.add_unsigned_field("enc", indexed=True)
+    sb.add_unsigned_field("ocr", indexed=True)
     sb.add_bytes_field("meta", stored=True)
     return sb.build()
 
@@ -145,6 +149,8 @@ def frame_document(frame: FrameCaptured, schema: tantivy.Schema) -> tantivy.Docu
         text = fields["text"] = tokens.normalize(frame.text)
         if text != frame.text:
             fields["body"] = frame.text.encode()
+        if frame.text_source == "ocr":
+            fields["ocr"] = 1
     return tantivy.Document.from_dict(fields, schema)
 
 

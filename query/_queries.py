@@ -16,6 +16,7 @@ import msgspec
 from base import tokens
 from projector.schema import folded, partition_of
 from projector.state import State
+from query._fuzzy import forgivable
 from query.parse import Term
 
 if TYPE_CHECKING:
@@ -59,6 +60,30 @@ def matching(
     return tantivy.Query.boolean_query([(must, query), (must, narrowed)]) if narrowed else query
 
 
+def forgiving(
+    schema: tantivy.Schema, terms: list[Term], span: TimeSpan, app_filter: tantivy.Query | None
+) -> tantivy.Query:
+    """Every one of ``terms`` in an OCR'd plaintext frame, each forgivable word exactly or
+    one edit away in its text (``query/_fuzzy.py``), in ``span``, passing ``app_filter``.
+
+    Only OCR'd frames: accessibility text, app names and titles are what the app put there,
+    and an encrypted frame's blind tokens match whole words only. Such a frame with every
+    term exactly was already found by ``matching``. A fuzzy term query scores every match
+    alike (a constant): the searcher takes these frames newest first."""
+    import tantivy
+
+    must = tantivy.Occur.Must
+    words = [(must, _term_query(schema, term, None, True, fuzzy=True)) for term in terms]
+    # Scored 0: a term query's score is its rarity in a month, and the share of OCR'd frames
+    # in a month says nothing of how well a frame matches.
+    ocr = tantivy.Query.const_score_query(tantivy.Query.term_query(schema, "ocr", 1), 0.0)
+    parts = [*words, (must, ocr)]
+    narrowed = filters(schema, span, app_filter)
+    if narrowed:
+        parts.append((must, narrowed))
+    return tantivy.Query.boolean_query(parts)
+
+
 def filters(
     schema: tantivy.Schema, span: TimeSpan, app_filter: tantivy.Query | None
 ) -> tantivy.Query | None:
@@ -100,11 +125,17 @@ def app_filter(
 
 
 def _term_query(
-    schema: tantivy.Schema, term: Term, blind: Callable[[str], bytes] | None, phrases: bool
+    schema: tantivy.Schema,
+    term: Term,
+    blind: Callable[[str], bytes] | None,
+    phrases: bool,
+    *,
+    fuzzy: bool = False,
 ) -> tantivy.Query:
     """``term`` over the text and the app and title words, and over blind tokens when
     ``blind`` is given; without ``phrases``, a phrase in the text is its blind words
-    (encrypted frames, checked after decryption)."""
+    (encrypted frames, checked after decryption); with ``fuzzy``, a forgivable word also
+    one edit away in the text."""
     import tantivy
 
     should = tantivy.Occur.Should
@@ -121,6 +152,11 @@ def _term_query(
         plain = [
             (should, tantivy.Query.term_query(schema, field, word)) for field in ("text", "where")
         ]
+        if fuzzy and forgivable(term):
+            near = tantivy.Query.fuzzy_term_query(
+                schema, "text", word, distance=1, transposition_cost_one=True
+            )
+            plain.append((should, near))
     else:  # encrypted frames' app names and titles are plaintext, their text is not
         plain = [
             (should, tantivy.Query.phrase_query(schema, field, list(term.words)))

@@ -42,6 +42,11 @@ def search_text(
     count = f"{len(moments)} match(es), best first:"
     if moments and moments[0].hit.near_miss:
         count = f"0 match(es) with every term; {len(moments)} near miss(es) with some, best first:"
+    elif moments and moments[0].hit.fuzzy:
+        count = (
+            f"0 exact match(es); {len(moments)} fuzzy match(es), a word one letter off in OCR'd "
+            "text, newest first:"
+        )
     lines = [_heading(f"search '{query}'", start, end, app), count]
     for moment in moments:
         hit = moment.hit

@@ -6,8 +6,11 @@ per frame by construction, so an encrypted frame ranks by the rarity of its word
 frequency). The partitions' top hits merge into one list by score. Each score uses its own
 partition's statistics, which is close enough for months of similar text.
 
-Every term must match; when no frame has them all, the query is retried with any of them
-(as the spec says), and what that finds comes back marked as near misses.
+Every term must match. When no frame has them all, each word of four letters or more may
+first match one edit away in OCR'd text (``query/_fuzzy.py``: OCR misreads a letter now and
+then), still with every term; what that finds comes back newest first, marked as fuzzy.
+When that finds nothing either, the query is retried with any of the terms (as the spec
+says), and what that finds comes back marked as near misses.
 
 The Tantivy queries are built in ``query/_queries.py``, snippets in ``query/snippets.py``.
 """
@@ -26,7 +29,8 @@ from base.errors import DecryptionError, NotFoundError, QueryError, is_text
 from eventlog.events import MAX_OFFSET, CaptureReason, TextSource
 from projector.schema import folded, frame_meta, frame_query
 from projector.state import Deletion, matches
-from query._queries import TimeSpan, app_filter, filters, matching, months, utc_us
+from query._fuzzy import forgivable, near_words
+from query._queries import TimeSpan, app_filter, filters, forgiving, matching, months, utc_us
 from query.parse import Term, parse_query
 from query.snippets import snippet
 from query.views import ViewReader
@@ -65,6 +69,8 @@ class Hit(msgspec.Struct, kw_only=True):
     """Found by the retry with any of the query's terms: no frame had them all."""
     url: str = ""
     """The address of the page a browser showed ("" for other windows)."""
+    fuzzy: bool = False
+    """Found with a word one edit away in OCR'd text: no frame had every term exactly."""
 
 
 class Searcher:
@@ -81,12 +87,24 @@ class Searcher:
     # -- queries ---------------------------------------------------------------------------
 
     def search(
-        self, query: str, span: TimeSpan = TimeSpan(), app: str | None = None, limit: int = 15
+        self,
+        query: str,
+        span: TimeSpan = TimeSpan(),
+        app: str | None = None,
+        limit: int = 15,
+        *,
+        fuzzy: bool = True,
     ) -> list[Hit]:
-        """Best first; near misses (``Hit.near_miss``) when no frame has every term."""
+        """Best first. When no frame has every term: the frames that have them with a word
+        one edit away in OCR'd text, newest first (``Hit.fuzzy``; not with ``fuzzy=False``),
+        else near misses with some of them (``Hit.near_miss``)."""
         _check_app(app)
         terms = parse_query(query)
         found = self._search(terms, span, app, limit, every=True)
+        if not found and fuzzy and any(forgivable(t) for t in terms):
+            found = self._forgiving(terms, span, app, limit)
+            for each in found:
+                each.hit.fuzzy = True
         if not found and len(terms) > 1:
             found = self._search(terms, span, app, limit, every=False)
             for each in found:
@@ -135,6 +153,28 @@ class Searcher:
         found.sort(key=lambda f: (-f.hit.score, -f.hit.id))
         return found[:limit]
 
+    def _forgiving(
+        self, terms: list[Term], span: TimeSpan, app: str | None, limit: int
+    ) -> list[_Found]:
+        """The newest ``limit`` OCR'd plaintext frames with every term, a forgivable word
+        exactly or one edit away (plaintext only, so Tantivy checks phrases itself).
+
+        Newest first, not by score: Tantivy scores every fuzzy match alike, so the scores
+        of a one-word query all tie, and ``_top`` took every tied frame to break the ties by
+        id (~100 documents fetched a search at 20,000 frames); ordered by capture time, it
+        takes ``limit``. The hits carry no score."""
+        state = self.views.state()
+        indexes = self._indexes(span)
+        if not indexes:
+            return []
+        schema = indexes[0].schema
+        tq = forgiving(schema, terms, span, app_filter(schema, app, state, span))
+        searchers = [index.searcher() for index in indexes]
+        found = self._top(searchers, tq, limit, app, state.pending_deletions(), None, newest=True)
+        for each in found:
+            each.hit.score = 0.0  # it held the capture time
+        return found[:limit]
+
     def _top(
         self,
         searchers: list[tantivy.Searcher],
@@ -143,15 +183,17 @@ class Searcher:
         app: str | None,
         pending: list[Deletion],
         check: _Check | None,
+        *,
+        newest: bool = False,
     ) -> list[_Found]:
-        """The best ``limit`` visible hits of ``query`` across the months. ``check`` (phrase
-        checks by decryption) is None where none is needed; the checks are bounded, so past
-        the budget the search stops widening."""
+        """The best ``limit`` visible hits of ``query`` across the months (the ``newest``,
+        when so asked). ``check`` (phrase checks by decryption) is None where none is needed;
+        the checks are bounded, so past the budget the search stops widening."""
         want = limit + 8  # room for hits the checks below turn away
         while True:
             candidates: list[tuple[float, int, tantivy.DocAddress]] = []
             exhausted = True
-            for i, hits in enumerate(_search_each(searchers, query, want)):
+            for i, hits in enumerate(_search_each(searchers, query, want, newest)):
                 exhausted &= len(hits) < want
                 candidates += [(score, i, address) for score, address in hits]
             candidates.sort(key=lambda c: (-c[0], -c[1]))
@@ -294,7 +336,10 @@ class Searcher:
         return self._decrypted(found) or ""
 
     def _with_snippet(self, found: _Found, terms: list[Term]) -> Hit:
-        found.hit.snippet = snippet(self._text(found), terms)
+        text = self._text(found)
+        if found.hit.fuzzy:  # bracket what was found in place of what was asked
+            terms = [*terms, *near_words(text, terms)]
+        found.hit.snippet = snippet(text, terms)
         return found.hit
 
 
@@ -357,16 +402,24 @@ Scored = list[tuple[float, "tantivy.DocAddress"]]
 
 
 def _search_each(
-    searchers: list[tantivy.Searcher], query: tantivy.Query, want: int
+    searchers: list[tantivy.Searcher], query: tantivy.Query, want: int, newest: bool = False
 ) -> list[Scored]:
-    """Each partition's top ``want`` ``(score, address)`` hits. Tantivy releases the GIL
-    while it searches, so the partitions are searched on two threads (a phrase of common
-    words over 17 months at 1M frames: 46 ms on one, 21 ms on two)."""
+    """Each partition's top ``want`` ``(score, address)`` hits, or with ``newest`` its
+    latest captured ``(capture time, address)`` (a later time sorts first, as a larger
+    score does).
+    Tantivy releases the GIL while it searches, so the partitions are searched on two
+    threads (a phrase of common words over 17 months at 1M frames: 46 ms on one, 21 ms on
+    two)."""
     global _pool
+    import tantivy
 
     def top(s: tantivy.Searcher) -> Scored:
         # Never a top-N above the partition's documents: Tantivy sizes its heap by N.
-        return s.search(query, min(want, max(1, s.num_docs)), count=False).hits
+        n = min(want, max(1, s.num_docs))
+        if newest:
+            order = tantivy.Order.Desc
+            return s.search(query, n, count=False, order_by_field="ts", order=order).hits
+        return s.search(query, n, count=False).hits
 
     if len(searchers) < 2:
         return [top(s) for s in searchers]

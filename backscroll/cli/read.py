@@ -36,8 +36,9 @@ def search(
     query: Annotated[
         str,
         typer.Argument(
-            help='Words (all must match, else near misses), "phrases", prefix*. A word that '
-            "starts with - goes after --: backscroll search -- -word"
+            help="Words (all must match, else one letter off in OCR'd text, else near "
+            'misses), "phrases", prefix*. A word that starts with - goes after --: '
+            "backscroll search -- -word"
         ),
     ],
     since: Since = None,
@@ -55,7 +56,7 @@ def search(
     start, end = window(since, until)
     with open_store(home) as store:
         moments = store.moments(query, start=start, end=end, app=app, limit=limit)
-        exact = bool(moments) and not moments[0].hit.near_miss
+        exact = bool(moments) and not (moments[0].hit.near_miss or moments[0].hit.fuzzy)
         why = None if exact else store.why_empty(start, end, app)
         note_lag(store)
     if json:
