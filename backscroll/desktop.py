@@ -202,37 +202,65 @@ class Desktop:
     # ----------------------------------------------------------------- programs
 
     def open_xterm(
-        self, text_lines: Sequence[str], title: str, *, columns: int = 120, rows: int = 36
+        self,
+        text_lines: Sequence[str],
+        title: str,
+        *,
+        columns: int = 120,
+        rows: int = 36,
+        font: str | None = "DejaVu Sans Mono",
+        font_size: int = 11,
+        dark: bool = False,
+        position: tuple[int, int] = (40, 40),
+        command: Sequence[str] | None = None,
     ) -> Window:
         """An xterm showing ``text_lines``; ``Window.write`` adds more.
 
         The terminal runs ``cat`` on a FIFO this desktop keeps open, so no shell prompt or
         blinking cursor (``+bc``) makes the screen change on its own. DejaVu Sans Mono 11
         (Xft) stands in for a real terminal font: the X core fonts are not installed.
+        ``font=None`` leaves xterm's own default, the X server's built-in bitmap ``fixed``
+        (6×13). ``command`` runs instead of ``cat`` (``text_lines`` is then ignored); such a
+        terminal takes synthetic keys (``allowSendEvents``), so ``xdotool key --window``
+        reaches it while another window is in front.
         """
         if not TERMINAL_FONT.exists():
             raise DesktopError(
                 f"{TERMINAL_FONT} is missing; the terminals are drawn with it: "
                 "apt-get install -y fonts-dejavu-core"
             )
+        colours = ("-bg", "black", "-fg", "white") if dark else ("-bg", "white", "-fg", "black")
+        argv = [
+            require("xterm"),
+            *("-T", title, "-n", title, "+bc", *colours),
+            *(("-fa", font, "-fs", str(font_size)) if font else ()),
+            *("-geometry", f"{columns}x{rows}+{position[0]}+{position[1]}"),
+        ]
+        if command is not None:
+            argv += ["-xrm", "XTerm*allowSendEvents: true", "-e", *command]
+            return self._open("xterm", argv, title)
         fifo = Path(tempfile.mkdtemp(prefix="term-", dir=self.root)) / "feed"
         os.mkfifo(fifo, 0o600)
         # O_RDWR never blocks on a FIFO and keeps a writer attached, so ``cat`` never sees
         # end of file between two writes.
         feed = os.open(fifo, os.O_RDWR)
-        argv = [
-            require("xterm"),
-            *("-T", title, "-n", title, "+bc", "-fa", "DejaVu Sans Mono", "-fs", "11"),
-            *("-bg", "white", "-fg", "black", "-geometry", f"{columns}x{rows}+40+40"),
-            *("-e", "cat", str(fifo)),
-        ]
-        window = self._open("xterm", argv, title)
+        window = self._open("xterm", [*argv, "-e", "cat", str(fifo)], title)
         window.feed = feed
         window.write("\n".join(text_lines) + "\n")
         return window
 
-    def open_zenity_text(self, text: str, title: str) -> Window:
-        """A GTK ``zenity --text-info`` window showing ``text``: its text is on AT-SPI."""
+    def open_zenity_text(
+        self,
+        text: str,
+        title: str,
+        *,
+        width: int = 900,
+        height: int = 600,
+        editable: bool = False,
+        accessible: bool = True,
+    ) -> Window:
+        """A GTK ``zenity --text-info`` window showing ``text``: its text is on AT-SPI,
+        unless ``accessible`` is False (``NO_AT_BRIDGE=1``: the same window, read by OCR)."""
         path = Path(tempfile.mkdtemp(prefix="zenity-", dir=self.root)) / "text.txt"
         path.write_text(text)
         argv = [
@@ -240,9 +268,11 @@ class Desktop:
             "--text-info",
             f"--filename={path}",
             f"--title={title}",
-            *("--width=900", "--height=600"),
+            *(f"--width={width}", f"--height={height}"),
+            *(["--editable"] if editable else []),
         ]
-        return self._open("zenity", argv, title)
+        env = None if accessible else {**self.env, "NO_AT_BRIDGE": "1"}
+        return self._open("zenity", argv, title, env=env)
 
     def open_browser(self, browser: str, url: str, *, flags: Sequence[str] = ()) -> Window:
         """Chromium (``chromium``) or Firefox (``firefox-esr``) showing ``url``, in a
@@ -256,8 +286,17 @@ class Desktop:
             argv = [require(browser), *CHROMIUM_FLAGS, f"--user-data-dir={profile}"]
         return self._open(browser, [*argv, *flags, url], url)
 
-    def _open(self, name: str, argv: list[str], title: str) -> Window:
-        component = self._spawn(name, argv)
+    def open_program(
+        self, name: str, argv: Sequence[str], title: str, *, env: dict[str, str] | None = None
+    ) -> Window:
+        """Any program with a window (a browser, an editor); returns once it is managed.
+        ``env`` replaces the desktop's environment (build it from ``desk.env``)."""
+        return self._open(name, [require(argv[0]), *argv[1:]], title, env=env)
+
+    def _open(
+        self, name: str, argv: list[str], title: str, *, env: dict[str, str] | None = None
+    ) -> Window:
+        component = self._spawn(name, argv, env=env)
         window_id = self._wait_for_window(component)
         window = Window(name, window_id, component.process, title)
         self.windows.append(window)
@@ -269,18 +308,16 @@ class Desktop:
         argv = [require("xdotool"), "search", "--sync", "--onlyvisible", "--pid"]
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
-            left = deadline - time.monotonic()
             try:
-                found = self.run([*argv, str(component.process.pid)], timeout=max(0.1, left))
+                found = self.run([*argv, str(component.process.pid)], timeout=START_TIMEOUT_S)
                 break
-            except DesktopError as error:
-                # A window destroyed while xdotool walked the tree (Chromium maps and drops
-                # helper windows as it starts) fails the search with BadWindow: look again.
-                if "BadWindow" in str(error) and left > 0:
-                    continue
-                raise self._failure(component, f"no window appeared ({error})") from None
-            except subprocess.TimeoutExpired as error:
-                raise self._failure(component, f"no window appeared ({error})") from None
+            except (subprocess.TimeoutExpired, DesktopError) as error:
+                # A browser maps and destroys windows while it starts: the search then fails
+                # with BadWindow on one that is gone, and is asked again.
+                alive = component.process.poll() is None
+                if not alive or time.monotonic() > deadline or "BadWindow" not in str(error):
+                    raise self._failure(component, f"no window appeared ({error})") from None
+                time.sleep(0.2)
         window_id = int(found.split()[0])
         self._wait(lambda: window_id in self._client_list(), f"{component.name} managed")
         return window_id
@@ -346,12 +383,14 @@ class Desktop:
 
     # ------------------------------------------------------------ start / stop
 
-    def _spawn(self, name: str, argv: list[str], **popen: Any) -> _Component:
+    def _spawn(
+        self, name: str, argv: list[str], *, env: dict[str, str] | None = None, **popen: Any
+    ) -> _Component:
         log = self.root / "logs" / f"{name}-{len(self.components)}.log"
         with open(log, "wb") as out:
             process = subprocess.Popen(
                 argv,
-                env=self.env,
+                env=self.env if env is None else {**env, MARKER: self.token},
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
