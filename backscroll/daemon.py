@@ -90,6 +90,7 @@ class Daemon:
         self._wake = threading.Condition()
         self._busy = False
         self._last_signature: bytes | None = None
+        self._deletions = 0  # deletions in the state when the OCR engine last forgot
         self._last_window: int | None = None  # the window of ``_last_signature``
         # The probe's one X connection is not thread-safe: the probe loop and the worker
         # (visible windows) took turns without this and, after ~5,000 frames, one hung in
@@ -127,6 +128,7 @@ class Daemon:
         with self.store.log.locked():
             remove_orphan_thumbnails(self.home, self.store.log)
         self.trigger = Trigger()
+        self._deletions = len(self.store.state().deletions)
         self._default_excepthook = threading.excepthook
         threading.excepthook = self._thread_failed
         self._follow_hotkey(config)
@@ -297,6 +299,7 @@ class Daemon:
             and screen.difference(sig, self._last_signature) < config.dedupe_threshold
         ):
             return "duplicate"
+        self._forget_deleted()
         text, source = self._text(config, front, ax_text, image, monitor)
         seen = Seen(
             captured_us=captured_us,
@@ -357,6 +360,14 @@ class Daemon:
         if ocr.strip():
             return ocr, "ocr"
         return text, "ax" if text.strip() else "none"
+
+    def _forget_deleted(self) -> None:
+        """After a deletion (``clear``, retention, the storage cap), the OCR engine drops the
+        text it keeps of lines it has read: they may be the deleted frames'."""
+        deletions = len(self.store.state().deletions)
+        if deletions != self._deletions:
+            self.backends.ocr.forget()
+            self._deletions = deletions
 
     def _crypto(self, config: Config) -> FrameCrypto | None:
         if not (config.encrypt_text or config.encrypt_thumbnails):

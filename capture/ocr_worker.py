@@ -157,6 +157,13 @@ class WorkerOcr:
                 if self._closing:
                     self._stop()
 
+    def forget(self) -> None:
+        """Drop the text of every line read so far by ending the worker, and its memory with
+        it: deleted frames leave no readable residue, not even here. The next read starts
+        another (the model loads again, once per deletion)."""
+        with self._lock:
+            self._stop()
+
     def close(self) -> None:
         """Stop the worker; one busy with a frame (the capture thread reads while the probe
         loop replaces the backends) is stopped when that read ends, so this never waits."""

@@ -78,6 +78,10 @@ class OcrEngine(Protocol):
 
     def text(self, image: Image) -> str: ...
 
+    def forget(self) -> None:
+        """Drop whatever the engine keeps of text it has read (called after a deletion)."""
+        ...
+
     def close(self) -> None: ...
 
 

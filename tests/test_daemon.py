@@ -336,6 +336,40 @@ def test_ocr_failing_on_a_frame_costs_only_that_frame_s_text(
     assert "OCR failed on one frame" in daemon.log.read_text()
 
 
+def ocr_workers(parent: int) -> list[int]:
+    """The OCR worker processes ``parent`` started."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes()
+        except OSError:  # ended meanwhile
+            continue
+        if int(fields[1]) == parent and b"capture.ocr_worker" in command:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_a_deletion_ends_the_ocr_worker_that_knew_the_deleted_lines(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    first = desktop.open_xterm(["a line that will be deleted"], "first")
+    second = desktop.open_xterm(["a line captured after the deletion"], "second")
+    desktop.activate(first.window_id)
+    daemon.start()
+    assert daemon.process is not None
+    wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+    [before] = ocr_workers(daemon.process.pid)
+
+    daemon.cli("clear", "-y")
+    wait_for(lambda: not daemon.frames(), "the deletion carried out")
+    desktop.activate(second.window_id)
+    wait_for(lambda: len(daemon.frames()) == 1, "a frame after the deletion")
+
+    assert before not in ocr_workers(daemon.process.pid)
+    assert ocr_workers(daemon.process.pid), "a new worker read the frame after it"
+
+
 def test_deletion_and_reindex_requested_while_the_daemon_runs_are_carried_out_by_it(
     desktop: Desktop, daemon: Daemon
 ) -> None:

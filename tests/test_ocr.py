@@ -124,6 +124,21 @@ def test_a_worker_killed_between_frames_costs_no_frame(
     assert "the OCR worker had ended (exit code -9)" in caplog.text
 
 
+def test_forgetting_ends_the_worker_with_the_lines_it_knew_and_the_next_read_works(
+    engine: WorkerOcr,
+) -> None:
+    first_text = engine.text(drawn(LINES, 12))
+    first = engine.pid
+    assert first is not None
+
+    engine.forget()
+
+    assert engine.pid is None
+    assert not Path(f"/proc/{first}").exists()  # gone, and reaped: its memory with it
+    assert engine.text(drawn(LINES, 12)) == first_text
+    assert engine.pid not in (None, first)
+
+
 def test_a_worker_killed_during_a_read_costs_that_frame_and_the_next_read_works(
     engine: WorkerOcr, caplog: pytest.LogCaptureFixture
 ) -> None:
