@@ -1,11 +1,16 @@
-"""What many test modules build the same way: events, import lines, a CLI call in-process."""
+"""What many test modules build the same way: events, import lines, a CLI call in-process,
+the capture daemon as a process."""
 
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,3 +65,65 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
         sys.argv = argv
     out, err = capsys.readouterr()
     return code, out, err
+
+
+# Quick to react, slow to fall back: a test's frames come from its switches, not the interval.
+FAST = ["config", "--poll", "0.2", "--min-interval", "0.5", "--interval", "30"]
+
+
+class DaemonProcess:
+    """``backscroll start`` as a process of the test, with its own home and environment."""
+
+    def __init__(self, env: dict[str, str], home: Path) -> None:
+        self.home = home
+        self.env = env | {"BACKSCROLL_HOME": str(home)}
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = home.parent / "daemon.log"
+
+    def cli(self, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "backscroll", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def start(self) -> None:
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "backscroll", "start"], env=self.env, stdout=log, stderr=log
+            )
+        from backscroll.desktop import wait_for
+
+        wait_for(lambda: (self.home / "daemon.json").exists(), "the daemon's heartbeat")
+
+    def stop(self, sig: int = signal.SIGINT) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(sig)
+            self.process.wait(timeout=30)
+
+    def close(self) -> None:
+        """Stop, and show the end of the daemon's log with the test's output."""
+        self.stop()
+        if self.log.exists():
+            sys.stderr.write(self.log.read_text()[-4000:])
+
+    def frames(self) -> list[Any]:
+        """The frames in the store, newest first (``query.search.Hit``)."""
+        from backscroll.store import MemoryStore
+
+        with MemoryStore(self.home) as store:
+            return store.timeline(limit=500)
+
+    def status(self) -> dict[str, Any]:
+        result: dict[str, Any] = json.loads(self.cli("status", "--json"))
+        return result
+
+
+def quiet(daemon: DaemonProcess, seconds: float = 2.0) -> list[Any]:
+    """The frames after ``seconds`` of letting the daemon run with nothing new on screen."""
+    time.sleep(seconds)
+    return daemon.frames()

@@ -15,8 +15,9 @@ from backscroll.desktop import _call, _variant, wait_for
 from capture.ax import AxReader
 from query.search import Hit
 from tests.desktop import Desktop
+from tests.helpers import FAST
 from tests.residue import files_containing
-from tests.test_daemon import FAST, Daemon
+from tests.test_daemon import Daemon
 
 pytestmark = pytest.mark.desktop
 

@@ -6,13 +6,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from io import BytesIO
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,74 +18,26 @@ from backscroll.actions import pause
 from backscroll.daemon import RETRY_SECONDS
 from backscroll.desktop import wait_for
 from backscroll.store import MemoryStore
-from query.search import Hit
 from tests.desktop import Desktop, headless_desktop
+from tests.helpers import FAST, DaemonProcess, quiet
 from tests.residue import files_containing
 
 pytestmark = pytest.mark.desktop
 
-FAST = ["config", "--poll", "0.2", "--min-interval", "0.5", "--interval", "30"]
 
-
-class Daemon:
+class Daemon(DaemonProcess):
     def __init__(self, desktop: Desktop, home: Path) -> None:
-        self.home = home
-        self.env = {**os.environ, **desktop.env, "BACKSCROLL_HOME": str(home)}
-        self.process: subprocess.Popen[bytes] | None = None
-        self.log = home.parent / "daemon.log"
-
-    def cli(self, *args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "backscroll", *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
+        super().__init__({**os.environ, **desktop.env}, home)
 
     def start(self) -> None:
         # A GTK window takes the focus a moment after it maps: let the desktop settle first,
         # or it steals the activation a test makes next.
         time.sleep(1.0)
-        with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "backscroll", "start"],
-                env=self.env,
-                stdout=log,
-                stderr=log,
-            )
-        wait_for(lambda: (self.home / "daemon.json").exists(), "the daemon's heartbeat")
-
-    def stop(self, sig: int = signal.SIGINT) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(sig)
-            self.process.wait(timeout=30)
-
-    def close(self) -> None:
-        """Stop, and show the end of the daemon's log with the test's output."""
-        self.stop()
-        if self.log.exists():
-            sys.stderr.write(self.log.read_text()[-4000:])
-
-    def frames(self) -> list[Hit]:
-        with MemoryStore(self.home) as store:
-            return store.timeline(limit=500)
-
-    def status(self) -> dict[str, Any]:
-        result: dict[str, Any] = json.loads(self.cli("status", "--json"))
-        return result
+        super().start()
 
 
 def debug(daemon: Daemon) -> str:
     return json.dumps(daemon.status()["daemon"]) + repr([(f.id, f.app) for f in daemon.frames()])
-
-
-def quiet(daemon: Daemon, seconds: float = 2.0) -> list[Hit]:
-    """The frames after ``seconds`` of letting the daemon run with nothing new on screen."""
-    time.sleep(seconds)
-    return daemon.frames()
 
 
 @pytest.fixture

@@ -9,14 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from io import BytesIO
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -24,10 +19,9 @@ from backscroll.daemon import RETRY_SECONDS
 from backscroll.desktop import wait_for
 from backscroll.store import MemoryStore
 from backscroll.wayland_desktop import SwayDesktop, missing_packages, sway_desktop
-from query.search import Hit
+from tests.helpers import FAST, DaemonProcess, quiet
 from tests.residue import files_containing
 
-FAST = ["config", "--poll", "0.2", "--min-interval", "0.5", "--interval", "30"]
 _MISSING = missing_packages()
 pytestmark = pytest.mark.skipif(
     bool(_MISSING) and not os.environ.get("CI"),
@@ -35,57 +29,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-class Daemon:
+class Daemon(DaemonProcess):
     """``backscroll start`` as a process of the caller against the sway desktop."""
 
     def __init__(self, desk: SwayDesktop, home: Path) -> None:
-        self.home = home
         env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-        self.env = env | desk.daemon_env | {"BACKSCROLL_HOME": str(home)}
-        self.process: subprocess.Popen[bytes] | None = None
-        self.log = home.parent / "daemon.log"
-
-    def cli(self, *args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "backscroll", *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-    def start(self) -> None:
-        with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "backscroll", "start"], env=self.env, stdout=log, stderr=log
-            )
-        wait_for(lambda: (self.home / "daemon.json").exists(), "the daemon's heartbeat")
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            self.process.wait(timeout=30)
-
-    def close(self) -> None:
-        self.stop()
-        if self.log.exists():
-            sys.stderr.write(self.log.read_text()[-4000:])
-
-    def frames(self) -> list[Hit]:
-        with MemoryStore(self.home) as store:
-            return store.timeline(limit=500)
-
-    def status(self) -> dict[str, Any]:
-        result: dict[str, Any] = json.loads(self.cli("status", "--json"))
-        return result
-
-
-def quiet(daemon: Daemon, seconds: float = 2.0) -> list[Hit]:
-    """The frames after ``seconds`` of letting the daemon run with nothing new on screen."""
-    time.sleep(seconds)
-    return daemon.frames()
+        super().__init__(env | desk.daemon_env, home)
 
 
 @pytest.fixture(scope="module")
