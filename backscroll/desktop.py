@@ -42,7 +42,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, overload
@@ -132,9 +132,10 @@ def wait_for(check: Callable[[], T], what: str, timeout: float = 20.0) -> T:
     raise TimeoutError(f"timed out waiting for {what}")
 
 
-def missing_packages() -> list[str]:
-    """The Debian packages to install before a desktop can start (empty when none)."""
-    missing = [package for binary, package in PACKAGES.items() if not _found(binary)]
+def missing_packages(packages: Mapping[str, str] = PACKAGES) -> list[str]:
+    """The Debian packages to install before a desktop of ``packages`` (binary: package) can
+    start (empty when none)."""
+    missing = [package for binary, package in packages.items() if not _found(binary)]
     if not TERMINAL_FONT.exists():
         missing.append("fonts-dejavu-core")
     return sorted(set(missing))

@@ -45,7 +45,7 @@ from backscroll.desktop import (
     INHERITED,
     MARKER,
     START_TIMEOUT_S,
-    TERMINAL_FONT,
+    Window,
     _call,
     _name_has_owner,
     _stop_group,
@@ -54,6 +54,7 @@ from backscroll.desktop import (
     _variant,
     wait_for,
 )
+from backscroll.desktop import missing_packages as desktop_packages_missing
 from base.errors import DesktopError
 
 USER = "backscroll-wl"
@@ -95,35 +96,16 @@ _BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Confi
 
 def missing_packages() -> list[str]:
     """The Debian packages to install before a sway desktop can start (empty when none)."""
-    missing = {
-        package
-        for binary, package in PACKAGES.items()
-        if not (os.access(binary, os.X_OK) if os.path.isabs(binary) else shutil.which(binary))
-    }
-    if not TERMINAL_FONT.exists():
-        missing.add("fonts-dejavu-core")
-    return sorted(missing)
+    return desktop_packages_missing(PACKAGES)
 
 
-@dataclass
-class WaylandWindow:
-    """A program's window on the sway desktop; ``con_id`` is sway's id for it."""
-
-    name: str
-    con_id: int
-    process: subprocess.Popen[bytes]
-    title: str
-    feed: int | None = None  # foot only: a writable fd whose bytes the terminal shows
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
+class WaylandWindow(Window):
+    """A program's window on the sway desktop; ``window_id`` is sway's container id."""
 
     def write(self, text: str) -> None:
-        """Show ``text`` in the terminal as if a program printed it (escapes work)."""
-        if self.feed is None:
-            raise DesktopError(f"{self.name} has no terminal to write to")
-        os.write(self.feed, text.replace("\n", "\r\n").encode())
+        """Show ``text`` in the terminal as if a program printed it (escapes work): foot
+        reads a FIFO, not a pty, so nothing turns "\n" into "\r\n" on the way."""
+        super().write(text.replace("\n", "\r\n"))
 
 
 @dataclass
@@ -229,9 +211,9 @@ class SwayDesktop:
 
     def focus(self, window: WaylandWindow) -> None:
         """Focus ``window``; returns once sway says it is focused."""
-        self.swaymsg(f"[con_id={window.con_id}] focus")
+        self.swaymsg(f"[con_id={window.window_id}] focus")
         wait_for(
-            lambda: any(w["focused"] for w in self.views() if w["id"] == window.con_id),
+            lambda: any(w["focused"] for w in self.views() if w["id"] == window.window_id),
             f"{window.title} focused",
         )
 

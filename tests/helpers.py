@@ -127,3 +127,23 @@ def quiet(daemon: DaemonProcess, seconds: float = 2.0) -> list[Any]:
     """The frames after ``seconds`` of letting the daemon run with nothing new on screen."""
     time.sleep(seconds)
     return daemon.frames()
+
+
+SECRET_LINES = ["export DB_PASSWORD=hunter2horsebattery", "status: flibbertigibbet ready"]
+
+
+def assert_the_secret_was_stored_redacted(daemon: DaemonProcess) -> None:
+    """After a frame of ``SECRET_LINES`` (text encrypted): the stored text has the password
+    redacted, and after the daemon stops no file of the home holds either word in clear."""
+    from backscroll.desktop import wait_for
+    from backscroll.store import MemoryStore
+    from tests.residue import files_containing
+
+    wait_for(lambda: daemon.frames(), "a frame")
+    with MemoryStore(daemon.home) as store:
+        (hit,) = wait_for(lambda: store.search("flibbertigibbet"), "the frame in search")
+        text = store.get(hit.id).text or ""
+    assert "[REDACTED:password]" in text and "hunter2horsebattery" not in text
+    daemon.stop()
+    for word in ("hunter2horsebattery", "flibbertigibbet"):
+        assert files_containing(daemon.home, word) == []

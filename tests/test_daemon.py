@@ -19,7 +19,13 @@ from backscroll.daemon import RETRY_SECONDS
 from backscroll.desktop import wait_for
 from backscroll.store import MemoryStore
 from tests.desktop import Desktop, headless_desktop
-from tests.helpers import FAST, DaemonProcess, quiet
+from tests.helpers import (
+    FAST,
+    SECRET_LINES,
+    DaemonProcess,
+    assert_the_secret_was_stored_redacted,
+    quiet,
+)
 from tests.residue import files_containing
 
 pytestmark = pytest.mark.desktop
@@ -189,19 +195,10 @@ def test_a_secret_on_screen_is_stored_redacted_and_encrypted_text_is_unreadable(
     desktop: Desktop, daemon: Daemon
 ) -> None:
     daemon.cli("config", "--encrypt-text", "on")
-    term = desktop.open_xterm(
-        ["export DB_PASSWORD=hunter2horsebattery", "status: flibbertigibbet ready"], "shell"
-    )
+    term = desktop.open_xterm(SECRET_LINES, "shell")
     desktop.activate(term.window_id)
     daemon.start()
-    wait_for(lambda: daemon.frames(), "a frame")
-    with MemoryStore(daemon.home) as store:
-        (hit,) = wait_for(lambda: store.search("flibbertigibbet"), "the frame in search")
-        text = store.get(hit.id).text or ""
-    assert "[REDACTED:password]" in text and "hunter2horsebattery" not in text
-    daemon.stop()
-    for word in ("hunter2horsebattery", "flibbertigibbet"):
-        assert files_containing(daemon.home, word) == []
+    assert_the_secret_was_stored_redacted(daemon)
 
 
 def test_a_full_disk_pauses_capture_with_the_reason_and_it_resumes(

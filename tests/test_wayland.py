@@ -19,7 +19,13 @@ from backscroll.daemon import RETRY_SECONDS
 from backscroll.desktop import wait_for
 from backscroll.store import MemoryStore
 from backscroll.wayland_desktop import SwayDesktop, missing_packages, sway_desktop
-from tests.helpers import FAST, DaemonProcess, quiet
+from tests.helpers import (
+    FAST,
+    SECRET_LINES,
+    DaemonProcess,
+    assert_the_secret_was_stored_redacted,
+    quiet,
+)
 from tests.residue import files_containing
 
 _MISSING = missing_packages()
@@ -114,7 +120,7 @@ def test_a_denied_window_is_never_captured_and_is_blacked_out_beside_another(
     assert jpeg is not None
     from PIL import Image
 
-    rect = next(v["rect"] for v in sway.views() if v["id"] == vault.con_id)
+    rect = next(v["rect"] for v in sway.views() if v["id"] == vault.window_id)
     image = Image.open(BytesIO(jpeg)).convert("L")
     scale = image.width / 1920
     box = (
@@ -130,19 +136,10 @@ def test_a_denied_window_is_never_captured_and_is_blacked_out_beside_another(
 
 def test_a_secret_on_screen_is_stored_redacted(sway: SwayDesktop, daemon: Daemon) -> None:
     daemon.cli("config", "--encrypt-text", "on")
-    term = sway.open_foot(
-        ["export DB_PASSWORD=hunter2horsebattery", "status: flibbertigibbet ready"], "shell"
-    )
+    term = sway.open_foot(SECRET_LINES, "shell")
     sway.focus(term)
     daemon.start()
-    wait_for(lambda: daemon.frames(), "a frame")
-    with MemoryStore(daemon.home) as store:
-        (hit,) = wait_for(lambda: store.search("flibbertigibbet"), "the frame in search")
-        text = store.get(hit.id).text or ""
-    assert "[REDACTED:password]" in text and "hunter2horsebattery" not in text
-    daemon.stop()
-    for word in ("hunter2horsebattery", "flibbertigibbet"):
-        assert files_containing(daemon.home, word) == []
+    assert_the_secret_was_stored_redacted(daemon)
 
 
 def test_a_window_closed_mid_capture_costs_nothing_and_capture_goes_on(
