@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, as a report prints them."""
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -38,6 +38,7 @@ from typing import Any
 from backscroll.desktop import headless_desktop, wait_for
 from backscroll.wayland_desktop import sway_desktop
 from bench._corpus import cpu_model
+from bench._proc import cpu_seconds
 from bench._stats import percentile
 
 REPO = Path(__file__).resolve().parent.parent
@@ -172,18 +173,13 @@ def idle_cpu(env: dict[str, str], seconds: float) -> tuple[float, int]:
         try:
             wait_for(lambda: _frames(run_env) >= 1, "the first frame", 60)
             time.sleep(3.0)
-            before, frames_before = _cpu(process.pid), _frames(run_env)
+            before, frames_before = cpu_seconds(process.pid), _frames(run_env)
             time.sleep(seconds)
-            used = _cpu(process.pid) - before
+            used = cpu_seconds(process.pid) - before
             return 100 * used / seconds, _frames(run_env) - frames_before
         finally:
             process.terminate()
             process.wait(timeout=30)
-
-
-def _cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _frames(env: dict[str, str]) -> int:

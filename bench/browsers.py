@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from backscroll.desktop import Desktop, _call, _variant, headless_desktop, wait_for
+from bench._proc import live_cpu_seconds
 from capture.ax import AxReader
 
 IDLE_S = 20.0
@@ -117,18 +118,6 @@ def tree(root: int) -> list[int]:
     return sorted(found)
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """utime + stime + the waited-for children's, of live ``pids``."""
-    ticks = 0
-    for pid in pids:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ticks += sum(int(v) for v in stat[11:15])
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
 def pss_mb(pids: list[int]) -> float:
     total = 0
     for pid in pids:
@@ -163,7 +152,6 @@ def measure(
 ) -> dict[str, Any]:
     before()
     window = desk.open_browser(browser, url, flags=flags)
-    start_cpu = 0.0  # the browser's processes are new: all their CPU is this run's
     desk.activate(window.window_id)
     if late:
         time.sleep(3)
@@ -178,7 +166,7 @@ def measure(
         url_read = reader.window_page(window.pid).url
         time.sleep(1.0)
     pids = tree(window.pid)
-    cpu = cpu_seconds(pids) - start_cpu
+    cpu = live_cpu_seconds(pids, waited=True)  # its processes are new: all of it is this run's
     pss = pss_mb(pids)
     ocr = ocr_of(desk, window.window_id)
     reader.close()

@@ -51,6 +51,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench._proc import live_cpu_seconds
 from bench._stats import percentile
 
 # Before anything can load OpenMP (tesserocr links it in-process): see capture/ocr.py.
@@ -302,18 +303,6 @@ FRAME_STEPS = (
 TOP_LEVEL = [step for step in FRAME_STEPS if not step.startswith(" ")]
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """CPU seconds used so far by ``pids`` (the desktop's processes: Xvfb, the buses,
-    AT-SPI, the windows' programs), at the kernel's clock tick (10 ms)."""
-    total = 0.0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
 def real_text(size: int) -> str:
     """``size`` characters of real prose: the GPL's preamble, else the window's prose."""
     licence = Path("/usr/share/common-licenses/GPL-3")
@@ -367,7 +356,7 @@ def time_frames(
     outside: list[float] = []
     for n in range(rounds + 2):
         time.sleep(FRAME_GAP_S)
-        desk_before, faults_before = cpu_seconds(desk_pids), faults()
+        desk_before, faults_before = live_cpu_seconds(desk_pids), faults()
         start, start_cpu = time.perf_counter(), time.thread_time()
         seen = probe.frontmost()
         steps.add("probe.frontmost()", (time.perf_counter() - start) * 1000)
@@ -380,7 +369,7 @@ def time_frames(
         totals.append(elapsed)
         cpu.append((time.thread_time() - start_cpu) * 1000)
         faulted.append(faults() - faults_before)
-        outside.append((cpu_seconds(desk_pids) - desk_before) * 1000)
+        outside.append((live_cpu_seconds(desk_pids) - desk_before) * 1000)
         steps.end_frame()
     return totals, cpu, faulted, outside
 

@@ -64,13 +64,13 @@ from pathlib import Path
 from typing import Any
 
 from backscroll.desktop import Desktop, Window, headless_desktop, wait_for
-from bench._stats import percentile
+from bench._proc import cpu_seconds
+from bench._stats import load_average, percentile
 from bench.capture import LOG_LINES, PROSE, machine, tree
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "daemon.txt"
 LICENCES = Path("/usr/share/common-licenses")
-TICK = os.sysconf("SC_CLK_TCK")
 SPEC_BYTES, SPEC_FRAMES = 38.0e6, 1842  # the spec's status example
 
 say_lines: list[str] = []
@@ -82,10 +82,6 @@ def say(line: str = "") -> None:
     say_lines.append(line)
 
 
-def load() -> str:
-    return " ".join(f"{v:.2f}" for v in os.getloadavg())
-
-
 # -- /proc -----------------------------------------------------------------------------------
 
 
@@ -93,13 +89,6 @@ def minor_faults(pid: int) -> int:
     """Minor page faults of a process so far (all its threads)."""
     with open(f"/proc/{pid}/stat") as f:
         return int(f.read().rsplit(")", 1)[1].split()[7])
-
-
-def cpu_seconds(pid: int | str) -> float:
-    """utime + stime of a process (all its threads) or of one ``pid/task/tid``."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def threads(pid: int) -> dict[int, float]:
@@ -806,7 +795,7 @@ def main(argv: list[str] | None = None) -> int:
         bytes_run(args.store_frames)
     if "memory" in parts:
         memory_run(args.frames, args.idle_seconds if "idle" in parts else 0, args.py_spy)
-    say(f"load average after: {load()}")
+    say(f"load average after: {load_average()}")
     if os.getloadavg()[0] > (os.cpu_count() or 1):
         say("(more runnable work than cores: the figures include waiting for a CPU)")
     if not args.no_write:

@@ -50,7 +50,8 @@ os.environ.setdefault("OMP_THREAD_LIMIT", "1")
 from backscroll.desktop import Desktop, Window, headless_desktop, require
 from base.tokens import words
 from bench._corpus import Report, machine
-from bench._stats import percentile
+from bench._proc import cpu_seconds
+from bench._stats import load_average, percentile
 from capture import ocr, screen
 from capture.ocr_worker import WorkerOcr
 from capture.probe import X11Probe
@@ -165,11 +166,6 @@ def window_image(desk: Desktop, probe: X11Probe, window: Window) -> Any:
     return image.crop((left, top, left + geometry.width, top + geometry.height))
 
 
-def proc_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def cpu_spent(
     step: Callable[[Any], str], image: Any, worker: WorkerOcr | None
 ) -> tuple[str, float]:
@@ -178,13 +174,13 @@ def cpu_spent(
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     own = time.process_time()
     pid = worker.pid if worker is not None else None
-    before = proc_cpu(pid) if pid else 0.0
+    before = cpu_seconds(pid) if pid else 0.0
     text = step(image)
     spent = time.process_time() - own
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     spent += after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
     if pid:
-        spent += proc_cpu(pid) - before
+        spent += cpu_seconds(pid) - before
     return text, spent
 
 
@@ -286,7 +282,7 @@ def bench(quick: bool) -> Report:
     for kind, row in tallies[FIRST].items():
         sample = ", ".join(row["engine"].misses[:12])
         report(f"  {kind}: {sample or '-'}")
-    report(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    report(f"load average after: {load_average()}")
     return report
 
 

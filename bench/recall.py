@@ -78,14 +78,15 @@ from statistics import median
 from typing import Any
 
 from backscroll.desktop import Desktop, Window, headless_desktop, wait_for
+from bench._proc import cpu_seconds
 from bench._recall_texts import Texts, html_page, man_page
+from bench._stats import load_average
 from bench.capture import machine
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 QUERY_SCRIPT = Path(__file__).with_name("_recall_query.py")
 DEFAULT_BASELINE = "d4569c7"  # main when the benchmark was written (issue 17)
-TICK = os.sysconf("SC_CLK_TCK")
 COLUMNS, ROWS = 100, 30
 # A grab follows the frame's timestamp by a few ms; the window's content must have been the
 # same over this much after it for a row to count as seen.
@@ -102,10 +103,6 @@ say_lines: list[str] = []
 def say(line: str = "") -> None:
     print(line, flush=True)
     say_lines.append(line)
-
-
-def load() -> str:
-    return " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 # -- what a window showed --------------------------------------------------------------------
@@ -177,13 +174,10 @@ def proc_cpu(pid: int) -> tuple[float, float]:
     itself): utime+stime+cutime+cstime, so finished children (tesseract runs) and live
     workers both count."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        own = (int(fields[11]) + int(fields[12])) / TICK
-        waited = (int(fields[13]) + int(fields[14])) / TICK
-    except (FileNotFoundError, ProcessLookupError, IndexError):
+        own = cpu_seconds(pid)
+        children = cpu_seconds(pid, waited=True) - own
+    except (FileNotFoundError, ProcessLookupError):
         return 0.0, 0.0
-    children = waited
     for child in _children(pid):
         children += sum(proc_cpu(child))
     return own + children, children
@@ -842,7 +836,7 @@ def checkout(rev: str) -> Iterator[Path]:
 
 
 def measure(code: Path, label: str, args: argparse.Namespace) -> Result:
-    say(f"## {label}: the daemon from {code} (load {load()})")
+    say(f"## {label}: the daemon from {code} (load {load_average()})")
     with tempfile.TemporaryDirectory(prefix="bench-recall-") as tmp, headless_desktop() as desk:
         folder = Path(tmp)
         sc = Scenario(desk, code, Texts(args.seed), folder)
@@ -860,7 +854,8 @@ def measure(code: Path, label: str, args: argparse.Namespace) -> Result:
         daemon = sc.daemon
         assert daemon is not None
         start = sc.began
-        say(f"   scenario {end - start:.0f} s, {len(sc.visits)} visits; scoring (load {load()})")
+        visits = len(sc.visits)
+        say(f"   scenario {end - start:.0f} s, {visits} visits; scoring (load {load_average()})")
         result = score(daemon, sc, start, end, args.seed)
     result.label = label
     return result
@@ -1015,7 +1010,7 @@ def main(argv: list[str] | None = None) -> int:
         with checkout(args.baseline) as code:
             results.append(measure(code, f"baseline {args.baseline}", args))
     report(results, args.activity)
-    say(f"load average after: {load()}")
+    say(f"load average after: {load_average()}")
     out.write_text("\n".join(say_lines) + "\n")
     print(f"wrote {out}")
     return 0
