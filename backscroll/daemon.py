@@ -90,7 +90,8 @@ class Daemon:
         self._wake = threading.Condition()
         self._busy = False
         self._last_signature: bytes | None = None
-        self._deletions = 0  # deletions in the state when the OCR engine last forgot
+        self._deletions = 0  # deletions the state held at the probe loop's last look
+        self._forget = False  # a deletion came since: the worker has the OCR engine forget
         self._last_window: int | None = None  # the window of ``_last_signature``
         # The probe's one X connection is not thread-safe: the probe loop and the worker
         # (visible windows) took turns without this and, after ~5,000 frames, one hung in
@@ -192,6 +193,9 @@ class Daemon:
         self.trigger.interval = config.interval_seconds
         self.trigger.min_interval = config.min_interval_seconds if config.trigger == "events" else 0
         state = self.store.state()
+        if len(state.deletions) != self._deletions:
+            # The worker acts on it: forgetting waits for an OCR read the worker may be in.
+            self._deletions, self._forget = len(state.deletions), True
         if state.pause.active(now_us()):
             self.outcome = "paused"
             return
@@ -299,7 +303,10 @@ class Daemon:
             and screen.difference(sig, self._last_signature) < config.dedupe_threshold
         ):
             return "duplicate"
-        self._forget_deleted()
+        if self._forget:
+            # The OCR engine keeps the text of lines it has read: they may be deleted frames'.
+            self._forget = False
+            self.backends.ocr.forget()
         text, source = self._text(config, front, ax_text, image, monitor)
         seen = Seen(
             captured_us=captured_us,
@@ -360,14 +367,6 @@ class Daemon:
         if ocr.strip():
             return ocr, "ocr"
         return text, "ax" if text.strip() else "none"
-
-    def _forget_deleted(self) -> None:
-        """After a deletion (``clear``, retention, the storage cap), the OCR engine drops the
-        text it keeps of lines it has read: they may be the deleted frames'."""
-        deletions = len(self.store.state().deletions)
-        if deletions != self._deletions:
-            self.backends.ocr.forget()
-            self._deletions = deletions
 
     def _crypto(self, config: Config) -> FrameCrypto | None:
         if not (config.encrypt_text or config.encrypt_thumbnails):
