@@ -40,7 +40,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
@@ -251,41 +251,44 @@ class AxReader:
             log.debug("AT-SPI read of pid %d stopped at %.2f s", pid, timeout)
 
     async def _page(self, pid: int, found: list[Page]) -> None:
-        bus = await self._connect()
-        for app in await self._apps_of(bus, pid):
+        async def read(bus: MessageBus, window: Ref) -> None:
+            name = await _name(bus, window)
             try:
-                window = await _focused_window(bus, app)
-                if window is None:
-                    continue
-                name = await _name(bus, window)
-                try:
-                    document = await _document(bus, window)
-                except _CallError as exc:
-                    if exc.name not in _UNKNOWN:
-                        raise
-                    document = None  # no Collection (Qt): no web document either
-                found.append(Page(name, await _address(bus, document) if document else ""))
-                return
-            except _CallError as exc:  # the app quit or hung up mid-read; the bus is fine
-                log.debug("AT-SPI app of pid %d failed: %s", pid, exc.name)
+                document = await _document(bus, window)
+            except _CallError as exc:
+                if exc.name not in _UNKNOWN:
+                    raise
+                document = None  # no Collection (Qt): no web document either
+            found.append(Page(name, await _address(bus, document) if document else ""))
+
+        await self._in_focused_window(pid, read)
 
     async def _collect(self, pid: int, max_chars: int, parts: list[str]) -> None:
+        async def read(bus: MessageBus, window: Ref) -> None:
+            try:
+                # A browser's page, not its chrome (tab strip, toolbar, address bar).
+                root = await _document(bus, window) or window
+                texts, names = await _collection_nodes(bus, root)
+            except _CallError as exc:
+                if exc.name not in _UNKNOWN:
+                    raise
+                texts, names = await _walked_nodes(bus, window)
+            await _read_texts(bus, texts, max_chars, parts)
+            await _read_names(bus, names, max_chars, parts)
+
+        await self._in_focused_window(pid, read)
+
+    async def _in_focused_window(
+        self, pid: int, read: Callable[[MessageBus, Ref], Awaitable[None]]
+    ) -> None:
+        """``read`` the focused window of the first of ``pid``'s accessible apps that has one."""
         bus = await self._connect()
         for app in await self._apps_of(bus, pid):
             try:
                 window = await _focused_window(bus, app)
                 if window is None:
                     continue
-                try:
-                    # A browser's page, not its chrome (tab strip, toolbar, address bar).
-                    root = await _document(bus, window) or window
-                    texts, names = await _collection_nodes(bus, root)
-                except _CallError as exc:
-                    if exc.name not in _UNKNOWN:
-                        raise
-                    texts, names = await _walked_nodes(bus, window)
-                await _read_texts(bus, texts, max_chars, parts)
-                await _read_names(bus, names, max_chars, parts)
+                await read(bus, window)
                 return
             except _CallError as exc:  # the app quit or hung up mid-read; the bus is fine
                 log.debug("AT-SPI app of pid %d failed: %s", pid, exc.name)
