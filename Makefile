@@ -7,10 +7,15 @@ PY := $(VENV)/bin/python
 # Chromium and Firefox ESR for the tests that record real browser windows (Chromium also
 # opens the HTML export as a person would), systemd-analyze for the test that verifies the
 # generated user unit; sway (headless), foot and wtype for the Wayland tests (pywayland's
-# wheel bundles its own libwayland-client).
+# wheel bundles its own libwayland-client); GNOME's shell, PipeWire and GStreamer's
+# pipewiresrc for the GNOME backend and its tests, with what PyGObject builds against, and
+# Debian's GTK bindings for the test window that draws its text as an image.
 APT_PACKAGES := xvfb openbox xdotool x11-utils tesseract-ocr tesseract-ocr-eng zenity xterm \
 	gnome-keyring at-spi2-core dbus dbus-x11 fonts-dejavu-core chromium firefox-esr systemd \
-	sway foot wtype
+	sway foot wtype \
+	gnome-shell pipewire wireplumber gstreamer1.0-pipewire gstreamer1.0-plugins-base \
+	gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 libgirepository1.0-dev libcairo2-dev \
+	pkg-config python3-gi gir1.2-gtk-3.0
 
 .PHONY: install system venv test lint unit bench run
 
