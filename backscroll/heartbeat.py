@@ -48,7 +48,7 @@ class Heartbeat(msgspec.Struct, frozen=True, kw_only=True):
     hotkey_problem: str | None = None
     config_problem: str | None = None
     backend: str | None = None
-    """The capture backend (``x11``, ``wlroots``); None: an older daemon's heartbeat."""
+    """The capture backend (``x11``, ``wlroots``, ``gnome``); None: an older daemon's heartbeat."""
     abilities: list[str] | None = None
     """What the backend can and cannot do on this desktop, one line each."""
 

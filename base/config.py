@@ -31,7 +31,7 @@ TRIGGERS = ("events", "interval")
 OCR_BACKENDS = ("auto", "tesseract", "always")
 # "auto" picks from the session (capture/platform.py); "x11" in a Wayland session records
 # only XWayland windows, and ``status`` says so.
-CAPTURE_BACKENDS = ("auto", "x11", "wlroots")
+CAPTURE_BACKENDS = ("auto", "x11", "wlroots", "gnome")
 
 
 def default_hotkey(platform: str = sys.platform) -> str:
@@ -66,7 +66,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     min_interval_seconds: Annotated[float, msgspec.Meta(ge=0, le=DAY_SECONDS)] = 2.0
     ax_min_chars: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 40
     ocr_backend: Literal["auto", "tesseract", "always"] = "auto"
-    capture_backend: Literal["auto", "x11", "wlroots"] = "auto"
+    capture_backend: Literal["auto", "x11", "wlroots", "gnome"] = "auto"
     announce_accessibility: bool = True
     """While the daemon runs, tell apps an assistive technology is present (AT-SPI
     ``IsEnabled``), so that Firefox and Qt apps publish their text (README: Privacy)."""

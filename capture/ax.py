@@ -129,6 +129,16 @@ class Page(NamedTuple):
     url: str
 
 
+class AxWindow(NamedTuple):
+    """A top-level window as AT-SPI tells it: no position, no size."""
+
+    app: str  # the application's accessible name ("zenity", "Firefox")
+    title: str  # the window's accessible name: its title
+    pid: int  # 0 when the bus did not say
+    ref: Ref
+    active: bool  # in state ACTIVE: it has the focus
+
+
 class AxReader:
     """Reads windows' text over AT-SPI; ``session_bus`` defaults to $DBUS_SESSION_BUS_ADDRESS."""
 
@@ -146,14 +156,33 @@ class AxReader:
         if not pid or pid <= 0 or max_chars <= 0 or time.monotonic() < self._retry_at:
             return ""
         parts: list[str] = []
-        self._run(pid, timeout, self._collect(pid, max_chars, parts))
+        self._run(f"pid {pid}", timeout, self._collect(pid, max_chars, parts))
         return _join(list(parts), max_chars)
 
-    def _run(self, pid: int, timeout: float, reading: Coroutine[Any, Any, None]) -> None:
+    def windows(self, *, timeout: float = 1.0) -> list[AxWindow]:
+        """Every accessible app's SHOWING top-level windows, the ACTIVE one first if any: on
+        a desktop that tells programs nothing about windows (GNOME on Wayland), this is
+        what is known of them. Empty when there is no accessibility bus."""
+        if time.monotonic() < self._retry_at:
+            return []
+        found: list[AxWindow] = []
+        self._run("the windows", timeout, self._windows(found))
+        return sorted(found, key=lambda w: not w.active)
+
+    def still_active(self, window: AxWindow, *, timeout: float = 1.0) -> AxWindow | None:
+        """``window`` with its title now, if it is still the ACTIVE one (two calls, where
+        ``windows`` makes some for every app)."""
+        if time.monotonic() < self._retry_at:
+            return None
+        found: list[AxWindow] = []
+        self._run("the active window", timeout, self._still_active(window, found))
+        return found[0] if found else None
+
+    def _run(self, what: str, timeout: float, reading: Coroutine[Any, Any, None]) -> None:
         """Run ``reading`` on the reader's loop for at most ``timeout`` seconds."""
         with self._lock:
             loop = self._start()
-            work = asyncio.run_coroutine_threadsafe(self._bounded(pid, timeout, reading), loop)
+            work = asyncio.run_coroutine_threadsafe(self._bounded(what, timeout, reading), loop)
             try:
                 # The coroutine stops itself at ``timeout``; the margin covers the hop.
                 work.result(timeout + 0.5)
@@ -162,11 +191,11 @@ class AxReader:
                 self._retry_at = time.monotonic() + RETRY_AFTER_S
             except TimeoutError:
                 work.cancel()
-                log.debug("AT-SPI read of pid %d did not stop in time", pid)
+                log.debug("AT-SPI read of %s did not stop in time", what)
             except _CallError as exc:  # the registry did not answer; the bus is fine
                 log.debug("AT-SPI registry failed: %s", exc.name)
             except Exception as exc:  # the connection broke: reconnect on the next read
-                log.debug("AT-SPI read of pid %d failed: %s", pid, type(exc).__name__)
+                log.debug("AT-SPI read of %s failed: %s", what, type(exc).__name__)
                 with contextlib.suppress(Exception):
                     asyncio.run_coroutine_threadsafe(self._disconnect(), loop).result(1.0)
 
@@ -177,7 +206,7 @@ class AxReader:
         if not pid or pid <= 0 or time.monotonic() < self._retry_at:
             return Page("", "")
         found: list[Page] = []
-        self._run(pid, timeout, self._page(pid, found))
+        self._run(f"pid {pid}", timeout, self._page(pid, found))
         if not found:
             return Page("", "")
         name, url = found[0]
@@ -244,11 +273,41 @@ class AxReader:
 
     # ------------------------------------------------------------------ read
 
-    async def _bounded(self, pid: int, timeout: float, reading: Coroutine[Any, Any, None]) -> None:
+    async def _bounded(self, what: str, timeout: float, reading: Coroutine[Any, Any, None]) -> None:
         try:
             await asyncio.wait_for(reading, timeout)
         except TimeoutError:
-            log.debug("AT-SPI read of pid %d stopped at %.2f s", pid, timeout)
+            log.debug("AT-SPI read of %s stopped at %.2f s", what, timeout)
+
+    async def _still_active(self, window: AxWindow, found: list[AxWindow]) -> None:
+        bus = await self._connect()
+        try:
+            (state,) = await _call(bus, *window.ref, ACCESSIBLE, "GetState")
+            if _has_state(state, STATE_ACTIVE):
+                found.append(window._replace(title=await _name(bus, window.ref)))
+        except _CallError as exc:  # closed since
+            log.debug("AT-SPI window of %s is gone: %s", window.app, exc.name)
+
+    async def _windows(self, found: list[AxWindow]) -> None:
+        bus = await self._connect()
+        apps = await self._apps(bus)
+
+        async def windows_of(app: str) -> None:
+            try:
+                frames = await _window_states(bus, app)
+                showing = [(r, s) for r, s in frames if _has_state(s, STATE_SHOWING)]
+                if not showing:
+                    return
+                app_name = await _name(bus, (app, ROOT_PATH))
+                titles = await asyncio.gather(*(_name(bus, ref) for ref, _s in showing))
+            except _CallError as exc:  # the app quit or hung up mid-read; the bus is fine
+                log.debug("AT-SPI app %s failed: %s", app, exc.name)
+                return
+            for (ref, state), title in zip(showing, titles, strict=True):
+                active = _has_state(state, STATE_ACTIVE)
+                found.append(AxWindow(app_name, title, self._pids.get(app, 0), ref, active))
+
+        await asyncio.gather(*(windows_of(app) for app in apps))
 
     async def _page(self, pid: int, found: list[Page]) -> None:
         async def read(bus: MessageBus, window: Ref) -> None:
@@ -295,6 +354,10 @@ class AxReader:
 
     async def _apps_of(self, bus: MessageBus, pid: int) -> list[str]:
         """Bus names of the accessible applications run by ``pid``."""
+        return [name for name in await self._apps(bus) if self._pids.get(name) == pid]
+
+    async def _apps(self, bus: MessageBus) -> list[str]:
+        """Bus names of the accessible applications; their pids are then in ``_pids``."""
         apps = [
             name
             for name, _path in (await _call(bus, REGISTRY, ROOT_PATH, ACCESSIBLE, "GetChildren"))[0]
@@ -304,7 +367,7 @@ class AxReader:
         self._pids.update(zip(unknown, owners, strict=True))
         for gone in set(self._pids) - set(apps):
             del self._pids[gone]
-        return [name for name in apps if self._pids.get(name) == pid]
+        return apps
 
 
 async def _call(
@@ -355,20 +418,23 @@ def _has_state(states: Sequence[int], state: int) -> bool:
     return len(states) > word and bool(states[word] >> bit & 1)
 
 
-async def _focused_window(bus: MessageBus, app: str) -> Ref | None:
+async def _window_states(bus: MessageBus, app: str) -> list[tuple[Ref, list[int]]]:
+    """``app``'s top-level windows, each with its state set."""
     children = (await _call(bus, app, ROOT_PATH, ACCESSIBLE, "GetChildren"))[0]
-    if not children:
-        return None
     states = await asyncio.gather(
         *(_call(bus, name, path, ACCESSIBLE, "GetState") for name, path in children)
     )
-    refs = [tuple(child) for child in children]
-    for ref, (state,) in zip(refs, states, strict=True):
+    return [((name, path), state) for (name, path), (state,) in zip(children, states, strict=True)]
+
+
+async def _focused_window(bus: MessageBus, app: str) -> Ref | None:
+    windows = await _window_states(bus, app)
+    for ref, state in windows:
         if _has_state(state, STATE_ACTIVE):
-            return ref[0], ref[1]
-    for ref, (state,) in zip(refs, states, strict=True):
+            return ref
+    for ref, state in windows:
         if _has_state(state, STATE_SHOWING):
-            return ref[0], ref[1]
+            return ref
     return None
 
 

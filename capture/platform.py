@@ -5,19 +5,21 @@
     image, monitor = found.screen.grab(window.geometry)
     text = found.ax.window_text(window.pid) if window else ""
 
-Two backends exist, chosen from the session (``session()``) or forced by the config's
+Three backends exist, chosen from the session (``session()``) or forced by the config's
 ``capture_backend``:
 
 - ``x11``: python-xlib for the probe, mss for the screen (``capture.screen``);
 - ``wlroots`` (sway, Hyprland, river, …): one Wayland connection for the active window
   (wlr-foreign-toplevel) and the pixels (wlr-screencopy), sway's IPC for window
-  rectangles (``capture.wlroots``).
+  rectangles (``capture.wlroots``);
+- ``gnome`` (GNOME Shell on Wayland): the active window from AT-SPI, the pixels from
+  Mutter's screen cast through PipeWire (``capture.gnome``).
 
-Both read text through AT-SPI (the accessibility bus is the same on every desktop) and
+All read text through AT-SPI (the accessibility bus is the same on every desktop) and
 Tesseract (tesserocr in a worker process, pytesseract where tesserocr cannot be imported:
 ``capture.ocr_worker``). A Wayland session is never recorded through XWayland unless the
-config asks for ``x11``, and then ``abilities`` says that only X clients are seen. GNOME and
-KDE Plasma on Wayland are refused, saying what is missing. Nothing heavy is imported until
+config asks for ``x11``, and then ``abilities`` says that only X clients are seen. KDE
+Plasma on Wayland is refused, saying what is missing. Nothing heavy is imported until
 ``backends()`` is called.
 """
 
@@ -34,7 +36,7 @@ from base.errors import CaptureError
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-    from capture.ax import Page
+    from capture.ax import AxReader, Page
     from capture.probe import Frontmost, Geometry, VisibleWindow
     from capture.screen import Monitor
 
@@ -87,7 +89,7 @@ class OcrEngine(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Backends:
-    name: str  # "x11" or "wlroots"
+    name: str  # "x11", "wlroots" or "gnome"
     probe: Probe
     ax: TextReader
     ocr: OcrEngine
@@ -130,13 +132,9 @@ _TEXT = (
 )
 # XDG_CURRENT_DESKTOP values of compositors built on wlroots (or offering its protocols).
 WLROOTS_DESKTOPS = ("sway", "hyprland", "river", "wayfire", "labwc", "hikari", "dwl", "qtile")
-_GNOME_KDE = {
-    "gnome": "GNOME",
-    "ubuntu": "GNOME",
-    "unity": "GNOME",
-    "kde": "KDE Plasma",
-    "plasma": "KDE Plasma",
-}
+# XDG_CURRENT_DESKTOP values of GNOME Shell sessions (Ubuntu's and Pop's included) and KDE's.
+GNOME_DESKTOPS = ("gnome", "ubuntu", "pop", "gnome-classic")
+KDE_DESKTOPS = ("kde", "plasma")
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +143,7 @@ class Session:
 
     wayland: bool
     desktop: str  # XDG_CURRENT_DESKTOP's first entry, or the compositor's own variable
-    backend: str | None  # "x11", "wlroots", or None with ``refusal``
+    backend: str | None  # "x11", "wlroots", "gnome", or None with ``refusal``
     refusal: str | None = None
 
 
@@ -169,12 +167,15 @@ def session(environ: Mapping[str, str], choice: str = "auto") -> Session:
         if not display:
             return Session(wayland, desktop, None, "capture_backend is x11 but DISPLAY is not set")
         return Session(wayland, desktop, "x11")
-    if choice == "wlroots":
+    if choice in ("wlroots", "gnome"):
         if not environ.get("WAYLAND_DISPLAY"):
             return Session(
-                wayland, desktop, None, "capture_backend is wlroots but WAYLAND_DISPLAY is not set"
+                wayland,
+                desktop,
+                None,
+                f"capture_backend is {choice} but WAYLAND_DISPLAY is not set",
             )
-        return Session(wayland, desktop, "wlroots")
+        return Session(wayland, desktop, choice)
     if not wayland:
         if display:
             return Session(False, desktop, "x11")
@@ -185,21 +186,22 @@ def session(environ: Mapping[str, str], choice: str = "auto") -> Session:
             "no display to capture: neither DISPLAY nor WAYLAND_DISPLAY is set "
             "(not a graphical session)",
         )
-    big = next((_GNOME_KDE[d] for d in desktops if d in _GNOME_KDE), None)
-    if big and not wlroots:
+    if not wlroots and any(d in KDE_DESKTOPS for d in desktops):
         return Session(
             True,
             desktop,
             None,
-            f"capture in a {big} Wayland session is not supported yet: {big} gives no program "
-            "the active window or silent screenshots (it needs the desktop portal's screen "
-            "cast); log in to an X11 session, or set capture_backend to x11 to record only "
-            "XWayland windows",
+            "capture in a KDE Plasma Wayland session is not supported yet: Plasma gives no "
+            "program the active window or silent screenshots (it needs the desktop portal's "
+            "screen cast, which this version does not ask for); log in to an X11 session, or "
+            "set capture_backend to x11 to record only XWayland windows",
         )
     if not environ.get("WAYLAND_DISPLAY"):
         return Session(
             True, desktop, None, "a Wayland session without WAYLAND_DISPLAY: nothing to connect to"
         )
+    if not wlroots and any(d in GNOME_DESKTOPS for d in desktops):
+        return Session(True, desktop, "gnome")
     return Session(True, desktop, "wlroots")
 
 
@@ -216,16 +218,16 @@ def backends(
     if system == "darwin":
         raise CaptureError(
             "capture on macOS is not supported yet: this version of Backscroll captures "
-            "Linux X11 and wlroots (sway, Hyprland, river) sessions only"
+            "Linux X11, wlroots (sway, Hyprland, river) and GNOME sessions only"
         )
     if system in ("win32", "cygwin"):
         raise CaptureError(
             "capture on Windows is not supported yet: this version of Backscroll captures "
-            "Linux X11 and wlroots (sway, Hyprland, river) sessions only"
+            "Linux X11, wlroots (sway, Hyprland, river) and GNOME sessions only"
         )
     if not system.startswith("linux"):
         raise CaptureError(
-            f"capture on {system} is not supported: only Linux X11 and wlroots sessions are"
+            f"capture on {system} is not supported: only Linux X11, wlroots and GNOME sessions are"
         )
     found = session(env, choice)
     if found.backend is None:
@@ -236,6 +238,8 @@ def backends(
     ax = AxReader(env.get("DBUS_SESSION_BUS_ADDRESS"))
     if found.backend == "wlroots":
         return _wlroots(env, found, ax)
+    if found.backend == "gnome":
+        return _gnome(env, ax)
 
     from capture.probe import X11Probe
 
@@ -255,7 +259,7 @@ def backends(
     )
 
 
-def _wlroots(env: Mapping[str, str], found: Session, ax: TextReader) -> Backends:
+def _wlroots(env: Mapping[str, str], found: Session, ax: AxReader) -> Backends:
     from capture.wlroots import WlrootsProbe
 
     wayland = env["WAYLAND_DISPLAY"]
@@ -291,5 +295,42 @@ def _wlroots(env: Mapping[str, str], found: Session, ax: TextReader) -> Backends
         hotkey_problem=(
             "Wayland gives programs no global key grab: bind a key in the compositor to "
             "`backscroll pause --toggle`"
+        ),
+    )
+
+
+def _gnome(env: Mapping[str, str], ax: AxReader) -> Backends:
+    from capture.gnome import GnomeShell
+
+    bus = env.get("DBUS_SESSION_BUS_ADDRESS")
+    if not bus:
+        ax.close()
+        raise CaptureError(
+            "a GNOME session without DBUS_SESSION_BUS_ADDRESS: no way to GNOME Shell"
+        )
+    try:
+        shell = GnomeShell(ax, bus)
+    except BaseException:
+        ax.close()
+        raise
+    abilities = (
+        "GNOME on Wayland: the active window from AT-SPI (apps that publish no AT-SPI tree, "
+        "such as foot, Alacritty, kitty and most XWayland programs, are not recorded), pixels "
+        "from Mutter's screen cast (GNOME shows its screen-cast indicator)",
+        "no window rectangles: the frame is the whole desktop, and a denied window open "
+        "anywhere blacks out the whole frame (its text still comes from AT-SPI)",
+        _TEXT,
+    )
+    return Backends(
+        "gnome",
+        shell,
+        ax,
+        ocr_engine(),
+        shell,
+        env["WAYLAND_DISPLAY"],
+        abilities,
+        hotkey_problem=(
+            "Wayland gives programs no global key grab: add a GNOME keyboard shortcut "
+            "(Settings → Keyboard → Custom Shortcuts) running `backscroll pause --toggle`"
         ),
     )

@@ -419,8 +419,13 @@ def test_ocr_inverts_dark_regions() -> None:
         ("linux", {"WAYLAND_DISPLAY": "/nonexistent/wayland-9"}, "cannot connect to the Wayland"),
         (
             "linux",
-            {"WAYLAND_DISPLAY": "wayland-0", "DISPLAY": ":0", "XDG_CURRENT_DESKTOP": "GNOME"},
-            "GNOME Wayland session is not supported yet",
+            {"WAYLAND_DISPLAY": "wayland-0", "DISPLAY": ":0", "XDG_CURRENT_DESKTOP": "KDE"},
+            "KDE Plasma Wayland session is not supported yet",
+        ),
+        (
+            "linux",
+            {"WAYLAND_DISPLAY": "wayland-0", "XDG_CURRENT_DESKTOP": "GNOME"},
+            "a GNOME session without DBUS_SESSION_BUS_ADDRESS",
         ),
         ("linux", {}, "neither DISPLAY nor WAYLAND_DISPLAY is set"),
         ("freebsd14", {"DISPLAY": ":0"}, "freebsd14"),
@@ -465,6 +470,8 @@ def test_backends_pick_x11_with_a_display(desk: Desktop) -> None:
         ({"WAYLAND_DISPLAY": "wayland-1", "DISPLAY": ":0"}, "x11", "x11", None),
         ({"WAYLAND_DISPLAY": "wayland-1"}, "x11", None, "DISPLAY is not set"),
         ({"DISPLAY": ":0"}, "wlroots", None, "WAYLAND_DISPLAY is not set"),
+        ({"DISPLAY": ":0"}, "gnome", None, "capture_backend is gnome but WAYLAND_DISPLAY"),
+        ({"WAYLAND_DISPLAY": "wayland-0", "SWAYSOCK": "/s"}, "gnome", "gnome", None),
         (
             {"WAYLAND_DISPLAY": "wayland-0", "XDG_CURRENT_DESKTOP": "KDE"},
             "auto",
@@ -474,9 +481,10 @@ def test_backends_pick_x11_with_a_display(desk: Desktop) -> None:
         (
             {"WAYLAND_DISPLAY": "wayland-0", "XDG_CURRENT_DESKTOP": "ubuntu:GNOME"},
             "auto",
+            "gnome",
             None,
-            "GNOME gives no program the active window",
         ),
+        ({"WAYLAND_DISPLAY": "wayland-0", "XDG_CURRENT_DESKTOP": "GNOME"}, "auto", "gnome", None),
         ({"XDG_SESSION_TYPE": "wayland"}, "auto", None, "without WAYLAND_DISPLAY"),
     ],
 )

@@ -128,7 +128,7 @@ def test_pause_toggle_pauses_then_resumes_for_a_compositor_key_binding(
 def test_the_capture_backend_is_a_checked_config_key(
     imported: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = run(capsys, "config", "--backend", "gnome")
+    code, _, err = run(capsys, "config", "--backend", "kde")
     assert code != 0 and "capture_backend" in err and "Traceback" not in err
     code, out, _ = run(capsys, "config", "--backend", "wlroots")
     assert code == 0 and "capture_backend: wlroots" in out

@@ -208,7 +208,9 @@ def test_without_a_daemon_status_says_which_backend_start_would_use_or_why_none(
     assert shown.backend == "wlroots"
     assert shown.abilities == ["would be used by `backscroll start` (Wayland, sway)"]
     monkeypatch.setenv("XDG_CURRENT_DESKTOP", "GNOME")
+    assert status_of(home).backend == "gnome"
+    monkeypatch.setenv("XDG_CURRENT_DESKTOP", "KDE")
     shown = status_of(home)
     assert shown.backend is None
-    assert "GNOME Wayland session is not supported yet" in shown.abilities[0]
+    assert "KDE Plasma Wayland session is not supported yet" in shown.abilities[0]
     assert "desktop:   no capture backend here" in render(shown)

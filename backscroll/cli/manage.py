@@ -118,7 +118,7 @@ def config(
         str | None, typer.Option(help="Pause hotkey, e.g. '<ctrl>+<alt>+m' ('' = off).")
     ] = None,
     backend: Annotated[
-        str | None, typer.Option(help="Capture backend: auto, x11 or wlroots.")
+        str | None, typer.Option(help="Capture backend: auto, x11, wlroots or gnome.")
     ] = None,
     announce_accessibility: Annotated[
         str | None,

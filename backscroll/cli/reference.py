@@ -25,7 +25,7 @@ METAVARS = {
     "retention": "DAYS",
     "hotkey": "KEYS",
     "trigger": "events|interval",
-    "backend": "auto|x11|wlroots",
+    "backend": "auto|x11|wlroots|gnome",
     "log_file": "PATH",
     "save": "FILE",
     "out": "DIR",
