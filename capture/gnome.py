@@ -13,9 +13,13 @@ its own tools). What it does give:
   Qt, Firefox, LibreOffice, GNOME Terminal; Chromium and Electron with
   ``--force-renderer-accessibility``) lists its top-level windows, and the focused one is in
   state ACTIVE. Its title is the window's accessible name, its app the application's, its
-  pid the bus connection's. An app that publishes nothing (foot, Alacritty, kitty, most
-  XWayland programs) is never in front as far as this backend knows: while it has the
-  focus no window is ACTIVE, and nothing is captured. No window has a position.
+  pid the bus connection's. No window has a position.
+- **XWayland windows, from X11** (when ``DISPLAY`` is set): Mutter keeps
+  ``_NET_ACTIVE_WINDOW`` for its X clients and clears it while a Wayland window has the
+  focus, so when AT-SPI names no ACTIVE window the X11 probe is asked, and an X client
+  (xterm) is recorded with its rectangle. A native Wayland app that publishes nothing
+  (foot, Alacritty, kitty) is never in front as far as this backend knows: while it has
+  the focus nothing is captured.
 - **Pixels, from Mutter's ScreenCast D-Bus API** (``org.gnome.Mutter.ScreenCast``, the
   service GNOME's own desktop portal and remote desktop use): one session records the
   whole desktop (the logical monitors' bounding box, ``RecordArea``) into a PipeWire
@@ -50,6 +54,7 @@ if TYPE_CHECKING:
     from PIL.Image import Image
 
     from capture.ax import AxReader, AxWindow, Ref
+    from capture.probe import X11Probe
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +63,8 @@ T = TypeVar("T")
 SCREEN_CAST = "org.gnome.Mutter.ScreenCast"
 DISPLAY_CONFIG = "org.gnome.Mutter.DisplayConfig"
 _WAIT_S = 5.0  # a frame or a D-Bus answer that has not come by then is not coming
+# AT-SPI windows are numbered above X window ids (29 bits), so the two never meet.
+_AX_IDS = 1 << 40
 _LAYOUT_PHYSICAL = 2  # DisplayConfig's layout-mode: monitor sizes in pixels, not logical
 # Caps pipewiresrc is asked for: shared memory (not DMA-BUF), 32-bit pixels Pillow reads.
 _CAPS = "video/x-raw,format={BGRx,BGRA,RGBx,RGBA}"
@@ -72,8 +79,9 @@ INSTALL = (
 class GnomeShell:
     """``Probe`` and ``Screen`` of a GNOME Shell Wayland session; see the module docstring."""
 
-    def __init__(self, ax: AxReader, session_bus: str) -> None:
+    def __init__(self, ax: AxReader, session_bus: str, x11: X11Probe | None = None) -> None:
         self._ax = ax
+        self._x11 = x11
         self._ids: dict[Ref, int] = {}
         self._last: AxWindow | None = None
         self._cast = _ScreenCast(session_bus)
@@ -105,10 +113,12 @@ class GnomeShell:
 
     def close(self) -> None:
         self._cast.close()
+        if self._x11 is not None:
+            self._x11.close()
 
     def _id(self, window: AxWindow) -> int:
         """A number for the window's life: two windows of one app with one title are two."""
-        return self._ids.setdefault(window.ref, len(self._ids) + 1)
+        return self._ids.setdefault(window.ref, _AX_IDS + len(self._ids))
 
 
 class _ScreenCast:

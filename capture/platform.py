@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from PIL.Image import Image
 
     from capture.ax import AxReader, Page
-    from capture.probe import Frontmost, Geometry, VisibleWindow
+    from capture.probe import Frontmost, Geometry, VisibleWindow, X11Probe
     from capture.screen import Monitor
 
 
@@ -308,19 +308,24 @@ def _gnome(env: Mapping[str, str], ax: AxReader) -> Backends:
         raise CaptureError(
             "a GNOME session without DBUS_SESSION_BUS_ADDRESS: no way to GNOME Shell"
         )
+    x11 = _xwayland(env.get("DISPLAY"))
     try:
-        shell = GnomeShell(ax, bus)
+        shell = GnomeShell(ax, bus, x11)
     except BaseException:
         ax.close()
+        if x11 is not None:
+            x11.close()
         raise
-    abilities = (
-        "GNOME on Wayland: the active window from AT-SPI (apps that publish no AT-SPI tree, "
-        "such as foot, Alacritty, kitty and most XWayland programs, are not recorded), pixels "
-        "from Mutter's screen cast (GNOME shows its screen-cast indicator)",
+    abilities = [
+        "GNOME on Wayland: the active window from AT-SPI (Wayland apps that publish no AT-SPI "
+        "tree, such as foot, Alacritty and kitty, are not recorded), pixels from Mutter's "
+        "screen cast (GNOME shows its screen-cast indicator)",
         "no window rectangles: the frame is the whole desktop, and a denied window open "
         "anywhere blacks out the whole frame (its text still comes from AT-SPI)",
         _TEXT,
-    )
+    ]
+    if x11 is not None:
+        abilities.insert(1, "XWayland windows from X11, with their rectangles")
     return Backends(
         "gnome",
         shell,
@@ -328,9 +333,21 @@ def _gnome(env: Mapping[str, str], ax: AxReader) -> Backends:
         ocr_engine(),
         shell,
         env["WAYLAND_DISPLAY"],
-        abilities,
+        tuple(abilities),
         hotkey_problem=(
             "Wayland gives programs no global key grab: add a GNOME keyboard shortcut "
             "(Settings → Keyboard → Custom Shortcuts) running `backscroll pause --toggle`"
         ),
     )
+
+
+def _xwayland(display: str | None) -> X11Probe | None:
+    """The X11 probe of GNOME's XWayland, None without one (no X clients are then seen)."""
+    if not display:
+        return None
+    from capture.probe import X11Probe
+
+    try:
+        return X11Probe(display)
+    except CaptureError:
+        return None
