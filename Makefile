@@ -9,13 +9,14 @@ PY := $(VENV)/bin/python
 # generated user unit; sway (headless), foot and wtype for the Wayland tests (pywayland's
 # wheel bundles its own libwayland-client); GNOME's shell, PipeWire and GStreamer's
 # pipewiresrc for the GNOME backend and its tests, with what PyGObject builds against, and
-# Debian's GTK bindings for the test window that draws its text as an image.
+# Debian's GTK bindings for the test window that draws its text as an image, and XWayland
+# for GNOME's X clients.
 APT_PACKAGES := xvfb openbox xdotool x11-utils tesseract-ocr tesseract-ocr-eng zenity xterm \
 	gnome-keyring at-spi2-core dbus dbus-x11 fonts-dejavu-core chromium firefox-esr systemd \
 	sway foot wtype \
 	gnome-shell pipewire wireplumber gstreamer1.0-pipewire gstreamer1.0-plugins-base \
 	gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 libgirepository1.0-dev libcairo2-dev \
-	pkg-config python3-gi gir1.2-gtk-3.0
+	pkg-config python3-gi gir1.2-gtk-3.0 xwayland
 
 .PHONY: install system venv test lint unit bench run
 
