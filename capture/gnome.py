@@ -134,8 +134,7 @@ class _ScreenCast:
         self._thread.start()
         self._bus: MessageBus | None = None
         self._session: str | None = None
-        self._serial: int | None = None
-        self._area = Geometry(0, 0, 0, 0)
+        self._layout_seen: tuple[int, Geometry] | None = None
         self._pipeline: Any = None
         self._gst: Any = _gstreamer()
 
@@ -146,11 +145,11 @@ class _ScreenCast:
     def grab(self) -> tuple[Image, Geometry]:
         from PIL import Image
 
-        serial, area = self._run(self._layout())
-        if serial != self._serial or self._pipeline is None:
+        layout = self._run(self._layout())
+        if layout != self._layout_seen or self._pipeline is None:
             # A monitor came, went or moved: record the new desktop.
-            node = self._run(self._record(area))
-            self._serial, self._area = serial, area
+            node = self._run(self._record(layout[1]))
+            self._layout_seen = layout
             self._pipeline = self._pipeline_for(node)
         Gst = self._gst
         pipeline = self._pipeline
@@ -159,7 +158,7 @@ class _ScreenCast:
                 raise CaptureError("GNOME's screen cast refused the connection")
             sample = pipeline.get_by_name("sink").emit("try-pull-sample", int(_WAIT_S * 1e9))
             if sample is None:
-                self._serial = None  # record again next time: the stream may be gone
+                self._layout_seen = None  # record again next time: the stream may be gone
                 raise CaptureError(f"GNOME's screen cast sent no frame in {_WAIT_S:.0f} s")
             caps = sample.get_caps().get_structure(0)
             size = (caps.get_value("width"), caps.get_value("height"))
@@ -174,7 +173,7 @@ class _ScreenCast:
                 buffer.unmap(mapped)
         finally:
             pipeline.set_state(Gst.State.NULL)
-        return image, self._area
+        return image, layout[1]
 
     def close(self) -> None:
         if self._pipeline is not None:
