@@ -46,12 +46,11 @@ from backscroll.desktop import (
     MARKER,
     START_TIMEOUT_S,
     Window,
-    _call,
     _name_has_owner,
     _stop_group,
     _sweep,
     _sweep_orphans,
-    _variant,
+    accessibility_enabled,
     wait_for,
 )
 from backscroll.desktop import missing_packages as desktop_packages_missing
@@ -231,19 +230,7 @@ class UserDesktop:
             )
         except TimeoutError:
             raise self._failure("at-spi-bus-launcher", process, log, "no org.a11y.Bus") from None
-        _call(
-            self.bus_address,
-            "org.a11y.Bus",
-            "/org/a11y/bus",
-            "org.freedesktop.DBus.Properties",
-            "Set",
-            "ssv",
-            ["org.a11y.Status", "IsEnabled", _variant("b", True)],
-        )
-        address = _call(
-            self.bus_address, "org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress"
-        )[0]
-        self.env["AT_SPI_BUS_ADDRESS"] = address
+        self.env["AT_SPI_BUS_ADDRESS"] = accessibility_enabled(self.bus_address)
 
     def stop(self) -> None:
         """Close every window, stop every component and remove the desktop's folder."""
