@@ -415,7 +415,11 @@ class GnomeDesktop(UserDesktop):
             bus.call(*session, interface, "NotifyKeyboardKeysym", "ub", [keysym, False])
 
     def escape_overview(self) -> None:
-        """Leave the Activities overview (gnome-shell starts in it) with Escape."""
+        """Leave the Activities overview (gnome-shell starts in it) with Escape. Outside it
+        Escape would reach the focused window (and close a zenity dialog): nothing is
+        pressed then."""
+        if not self._overview_active():
+            return
         self.press(ESCAPE)
         wait_for(lambda: not self._overview_active(), "the overview closed", START_TIMEOUT_S)
 
