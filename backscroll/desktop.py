@@ -45,9 +45,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from base.errors import DesktopError
+
+if TYPE_CHECKING:
+    from dbus_fast.aio import MessageBus
 
 WIDTH, HEIGHT = 1920, 1080
 # Generous: a loaded CI machine can take a few seconds to start Xvfb or a GTK app.
@@ -487,19 +490,7 @@ class Desktop:
             "owning org.a11y.Bus",
             launcher,
         )
-        # Toolkits that ask (Qt, Chromium) only publish their tree when IsEnabled is true.
-        _call(
-            self.bus_address,
-            "org.a11y.Bus",
-            "/org/a11y/bus",
-            "org.freedesktop.DBus.Properties",
-            "Set",
-            "ssv",
-            ["org.a11y.Status", "IsEnabled", _variant("b", True)],
-        )
-        a11y_address = _call(
-            self.bus_address, "org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress"
-        )[0]
+        a11y_address = accessibility_enabled(self.bus_address)
         # Waking the registry now (it is D-Bus-activated on the accessibility bus) makes a
         # broken AT-SPI install fail here, with the launcher's log, not in a test.
         try:
@@ -701,52 +692,68 @@ def _variant(signature: str, value: Any) -> Any:
     return Variant(signature, value)
 
 
-def _call(
-    address: str,
+# The bus itself: destination, path and interface of its own methods.
+DBUS = ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")
+
+
+def _call(address: str, *message: Any, timeout: float = 5.0) -> list[Any]:
+    """One blocking D-Bus method call on the bus at ``address`` (``message``: ``ask``'s
+    arguments after the bus); its reply body."""
+    from dbus_fast.aio import MessageBus
+
+    async def call() -> list[Any]:
+        bus = await MessageBus(bus_address=address).connect()
+        try:
+            return await ask(bus, *message)
+        finally:
+            bus.disconnect()
+
+    return asyncio.run(asyncio.wait_for(call(), timeout))
+
+
+async def ask(
+    bus: MessageBus,
     destination: str,
     path: str,
     interface: str,
     member: str,
     signature: str = "",
     body: Sequence[Any] = (),
-    *,
-    timeout: float = 5.0,
 ) -> list[Any]:
-    """One blocking D-Bus method call on the bus at ``address``; its reply body."""
+    """One D-Bus method call on the connected ``bus``; its reply body."""
     from dbus_fast import Message, MessageType
-    from dbus_fast.aio import MessageBus
 
-    async def call() -> list[Any]:
-        bus = await MessageBus(bus_address=address).connect()
-        try:
-            reply = await bus.call(
-                Message(
-                    destination=destination,
-                    path=path,
-                    interface=interface,
-                    member=member,
-                    signature=signature,
-                    body=list(body),
-                )
-            )
-        finally:
-            bus.disconnect()
-        assert reply is not None
-        if reply.message_type == MessageType.ERROR:
-            raise DesktopError(f"{destination} {member}: {reply.error_name} {reply.body}")
-        return list(reply.body)
+    reply = await bus.call(
+        Message(
+            destination=destination,
+            path=path,
+            interface=interface,
+            member=member,
+            signature=signature,
+            body=list(body),
+        )
+    )
+    assert reply is not None
+    if reply.message_type == MessageType.ERROR:
+        raise DesktopError(f"{destination} {member}: {reply.error_name} {reply.body}")
+    return list(reply.body)
 
-    return asyncio.run(asyncio.wait_for(call(), timeout))
+
+def accessibility_enabled(bus_address: str) -> str:
+    """Set org.a11y.Status.IsEnabled on the session bus at ``bus_address`` (toolkits that
+    ask, Qt and Chromium, only publish their tree when it is true); the address of the
+    accessibility bus."""
+    _call(
+        bus_address,
+        "org.a11y.Bus",
+        "/org/a11y/bus",
+        "org.freedesktop.DBus.Properties",
+        "Set",
+        "ssv",
+        ["org.a11y.Status", "IsEnabled", _variant("b", True)],
+    )
+    return str(_call(bus_address, "org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress")[0])
 
 
 def _name_has_owner(address: str, name: str) -> bool:
-    reply = _call(
-        address,
-        "org.freedesktop.DBus",
-        "/org/freedesktop/DBus",
-        "org.freedesktop.DBus",
-        "NameHasOwner",
-        "s",
-        [name],
-    )
-    return bool(reply[0])
+    return bool(_call(address, *DBUS, "NameHasOwner", "s", [name])[0])

@@ -38,7 +38,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from backscroll.desktop import (
     FOLDER_PREFIX,
@@ -46,12 +46,11 @@ from backscroll.desktop import (
     MARKER,
     START_TIMEOUT_S,
     Window,
-    _call,
     _name_has_owner,
     _stop_group,
     _sweep,
     _sweep_orphans,
-    _variant,
+    accessibility_enabled,
     wait_for,
 )
 from backscroll.desktop import missing_packages as desktop_packages_missing
@@ -81,7 +80,7 @@ xwayland disable
 _BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
-  <type>session</type>
+  <type>{bus}</type>
   <listen>unix:path={socket}</listen>
   <auth>EXTERNAL</auth>
   <policy context="default">
@@ -109,8 +108,9 @@ class WaylandWindow(Window):
 
 
 @dataclass
-class SwayDesktop:
-    """A running headless sway desktop; see the module docstring."""
+class UserDesktop:
+    """What the sway and GNOME desktops share: a folder of their own, a session bus and
+    the accessibility bus, components and windows run as the unprivileged user."""
 
     root: Path
     token: str
@@ -121,9 +121,135 @@ class SwayDesktop:
     components: list[tuple[str, subprocess.Popen[bytes], Path]] = field(default_factory=list)
     windows: list[WaylandWindow] = field(default_factory=list)
 
+    # binary → the Debian package that installs it, for the error naming what is missing.
+    packages: ClassVar[dict[str, str]] = {}
+    kind: ClassVar[str] = ""
+
     @property
     def run_dir(self) -> Path:
         return self.root / "run"
+
+    def _private_file(self, prefix: str, name: str, data: str | bytes) -> Path:
+        """A file in a new folder, both the user's own: what a window run as the user reads."""
+        folder = Path(tempfile.mkdtemp(prefix=prefix, dir=self.root))
+        os.chown(folder, self.uid, self.gid)
+        path = folder / name
+        if isinstance(data, str):
+            path.write_text(data)
+        else:
+            path.write_bytes(data)
+        os.chown(path, self.uid, self.gid)
+        return path
+
+    def close(self, *windows: WaylandWindow) -> None:
+        """Close ``windows`` (every window this desktop opened, when none is given)."""
+        for window in list(windows or self.windows):
+            _stop_group(window.process)
+            if window.feed is not None:
+                os.close(window.feed)
+                window.feed = None
+            self._forget(window.process)
+            with contextlib.suppress(ValueError):
+                self.windows.remove(window)
+
+    def _forget(self, process: subprocess.Popen[bytes]) -> None:
+        self.components = [c for c in self.components if c[1] is not process]
+
+    def _stop_components(self, *names: str) -> None:
+        for _name, process, _log in [c for c in self.components if c[0] in names]:
+            _stop_group(process)
+            self._forget(process)
+
+    # ------------------------------------------------------------ start / stop
+
+    def _spawn(
+        self, name: str, argv: list[str], *, env: dict[str, str] | None = None
+    ) -> tuple[subprocess.Popen[bytes], Path]:
+        binary = argv[0]
+        path = shutil.which(binary) if not os.path.isabs(binary) else binary
+        if path is None:
+            raise DesktopError(
+                f"{binary} is not installed; the {self.kind} desktop needs it: "
+                f"apt-get install -y {self.packages.get(binary, binary)}"
+            )
+        log = self.root / "logs" / f"{name}-{len(self.components)}.log"
+        as_user: dict[str, Any] = {}
+        if os.getuid() != self.uid:
+            as_user = {"user": self.uid, "group": self.gid, "extra_groups": []}
+        with open(log, "wb") as out:
+            process = subprocess.Popen(
+                [path, *argv[1:]],
+                env=env or self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                start_new_session=True,
+                cwd=self.root,
+                **as_user,
+            )
+        self.components.append((name, process, log))
+        return process, log
+
+    def _failure(
+        self, name: str, process: subprocess.Popen[bytes], log: Path, reason: str
+    ) -> DesktopError:
+        status = process.poll()
+        exited = "" if status is None else f", exited with status {status}"
+        detail = log.read_text(errors="replace").strip()[-4000:] or "(no output)"
+        return DesktopError(f"{name} did not start: {reason}{exited}\n{detail}")
+
+    def _start_bus(self, bus: str = "session") -> str:
+        """A private bus of type ``bus`` ("session" or "system"); its address, also set
+        in ``env`` (and, for the session bus, in ``bus_address``)."""
+        config = self.root / f"{bus}-bus.conf"
+        socket = self.run_dir / ("bus" if bus == "session" else f"{bus}_bus")
+        caller = pwd.getpwuid(os.getuid()).pw_name
+        config.write_text(_BUS_CONFIG.format(bus=bus, socket=socket, caller=caller))
+        config.chmod(0o644)  # read by the user the bus runs as, whatever this process's umask
+        process, log = self._spawn(
+            "dbus-daemon", ["dbus-daemon", f"--config-file={config}", "--nofork"]
+        )
+        try:
+            wait_for(socket.exists, f"the {bus} bus", START_TIMEOUT_S)
+        except TimeoutError:
+            raise self._failure("dbus-daemon", process, log, "no socket") from None
+        address = f"unix:path={socket}"
+        self.env[f"DBUS_{bus.upper()}_BUS_ADDRESS"] = address
+        if bus == "session":
+            self.bus_address = address
+        return address
+
+    def _start_accessibility(self) -> None:
+        launcher = "/usr/libexec/at-spi-bus-launcher"
+        process, log = self._spawn("at-spi-bus-launcher", [launcher, "--launch-immediately"])
+        try:
+            wait_for(
+                lambda: _name_has_owner(self.bus_address, "org.a11y.Bus"),
+                "org.a11y.Bus",
+                START_TIMEOUT_S,
+            )
+        except TimeoutError:
+            raise self._failure("at-spi-bus-launcher", process, log, "no org.a11y.Bus") from None
+        self.env["AT_SPI_BUS_ADDRESS"] = accessibility_enabled(self.bus_address)
+
+    def stop(self) -> None:
+        """Close every window, stop every component and remove the desktop's folder."""
+        self.close()
+        for _name, process, _log in reversed(self.components):
+            _stop_group(process)
+        self.components.clear()
+        try:
+            _sweep(self.token)
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+@dataclass
+class SwayDesktop(UserDesktop):
+    """A running headless sway desktop; see the module docstring."""
+
+    packages: ClassVar[dict[str, str]] = PACKAGES
+    kind: ClassVar[str] = "sway"
 
     @property
     def wayland_link(self) -> Path:
@@ -175,11 +301,7 @@ class SwayDesktop:
 
     def open_zenity_text(self, text: str, title: str) -> WaylandWindow:
         """A GTK ``zenity --text-info`` window showing ``text`` (its text is on AT-SPI)."""
-        folder = Path(tempfile.mkdtemp(prefix="zenity-", dir=self.root))
-        os.chown(folder, self.uid, self.gid)
-        path = folder / "text.txt"
-        path.write_text(text)
-        os.chown(path, self.uid, self.gid)
+        path = self._private_file("zenity-", "text.txt", text)
         argv = ["zenity", "--text-info", f"--filename={path}", f"--title={title}"]
         return self._open("zenity", argv, title)
 
@@ -197,17 +319,6 @@ class SwayDesktop:
         window = WaylandWindow(name, int(con_id), process, title)
         self.windows.append(window)
         return window
-
-    def close(self, *windows: WaylandWindow) -> None:
-        """Close ``windows`` (every window this desktop opened, when none is given)."""
-        for window in list(windows or self.windows):
-            _stop_group(window.process)
-            if window.feed is not None:
-                os.close(window.feed)
-                window.feed = None
-            self.components = [c for c in self.components if c[1] is not window.process]
-            with contextlib.suppress(ValueError):
-                self.windows.remove(window)
 
     def focus(self, window: WaylandWindow) -> None:
         """Focus ``window``; returns once sway says it is focused."""
@@ -265,11 +376,8 @@ class SwayDesktop:
 
     def stop_compositor(self) -> None:
         """Stop sway, as a compositor that crashes: the windows lose it too."""
-        for window in list(self.windows):
-            self.close(window)
-        for _name, process, _log in [c for c in self.components if c[0] in ("sway", "wtype")]:
-            _stop_group(process)
-            self.components = [c for c in self.components if c[1] is not process]
+        self.close()
+        self._stop_components("sway", "wtype")
 
     def start_compositor(self) -> None:
         """sway on this desktop's runtime folder (again), and the virtual keyboard."""
@@ -312,100 +420,9 @@ class SwayDesktop:
             return False
         return True
 
-    # ------------------------------------------------------------ start / stop
-
-    def _spawn(
-        self, name: str, argv: list[str], *, env: dict[str, str] | None = None
-    ) -> tuple[subprocess.Popen[bytes], Path]:
-        binary = argv[0]
-        path = shutil.which(binary) if not os.path.isabs(binary) else binary
-        if path is None:
-            raise DesktopError(
-                f"{binary} is not installed; the sway desktop needs it: "
-                f"apt-get install -y {PACKAGES.get(binary, binary)}"
-            )
-        log = self.root / "logs" / f"{name}-{len(self.components)}.log"
-        as_user: dict[str, Any] = {}
-        if os.getuid() != self.uid:
-            as_user = {"user": self.uid, "group": self.gid, "extra_groups": []}
-        with open(log, "wb") as out:
-            process = subprocess.Popen(
-                [path, *argv[1:]],
-                env=env or self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=out,
-                start_new_session=True,
-                cwd=self.root,
-                **as_user,
-            )
-        self.components.append((name, process, log))
-        return process, log
-
-    def _failure(
-        self, name: str, process: subprocess.Popen[bytes], log: Path, reason: str
-    ) -> DesktopError:
-        status = process.poll()
-        exited = "" if status is None else f", exited with status {status}"
-        detail = log.read_text(errors="replace").strip()[-4000:] or "(no output)"
-        return DesktopError(f"{name} did not start: {reason}{exited}\n{detail}")
-
-    def _start_bus(self) -> None:
-        config = self.root / "session-bus.conf"
-        socket = self.run_dir / "bus"
-        caller = pwd.getpwuid(os.getuid()).pw_name
-        config.write_text(_BUS_CONFIG.format(socket=socket, caller=caller))
-        config.chmod(0o644)  # read by the user the bus runs as, whatever this process's umask
-        process, log = self._spawn(
-            "dbus-daemon", ["dbus-daemon", f"--config-file={config}", "--nofork"]
-        )
-        try:
-            wait_for(socket.exists, "the session bus", START_TIMEOUT_S)
-        except TimeoutError:
-            raise self._failure("dbus-daemon", process, log, "no socket") from None
-        self.bus_address = f"unix:path={socket}"
-        self.env["DBUS_SESSION_BUS_ADDRESS"] = self.bus_address
-
-    def _start_accessibility(self) -> None:
-        launcher = "/usr/libexec/at-spi-bus-launcher"
-        process, log = self._spawn("at-spi-bus-launcher", [launcher, "--launch-immediately"])
-        try:
-            wait_for(
-                lambda: _name_has_owner(self.bus_address, "org.a11y.Bus"),
-                "org.a11y.Bus",
-                START_TIMEOUT_S,
-            )
-        except TimeoutError:
-            raise self._failure("at-spi-bus-launcher", process, log, "no org.a11y.Bus") from None
-        _call(
-            self.bus_address,
-            "org.a11y.Bus",
-            "/org/a11y/bus",
-            "org.freedesktop.DBus.Properties",
-            "Set",
-            "ssv",
-            ["org.a11y.Status", "IsEnabled", _variant("b", True)],
-        )
-        address = _call(
-            self.bus_address, "org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress"
-        )[0]
-        self.env["AT_SPI_BUS_ADDRESS"] = address
-
-    def stop(self) -> None:
-        """Close every window, stop every component and remove the desktop's folder."""
-        for window in list(self.windows):
-            self.close(window)
-        for _name, process, _log in reversed(self.components):
-            _stop_group(process)
-        self.components.clear()
-        try:
-            _sweep(self.token)
-        finally:
-            shutil.rmtree(self.root, ignore_errors=True)
-
 
 def test_user() -> tuple[int, int]:
-    """(uid, gid) to run sway as: ``USER`` when running as root (created when missing),
+    """(uid, gid) to run the compositor as: ``USER`` when running as root (created when missing),
     else the caller."""
     if os.getuid() != 0:
         return os.getuid(), os.getgid()
@@ -430,9 +447,27 @@ def test_user() -> tuple[int, int]:
 @contextlib.contextmanager
 def sway_desktop() -> Iterator[SwayDesktop]:
     """Start the sway desktop (see the module docstring), yield it, and stop all of it."""
-    missing = missing_packages()
+    desk = prepared(SwayDesktop, missing_packages(), {"XDG_CURRENT_DESKTOP": "sway"})
+    try:
+        desk._start_bus()
+        desk._start_accessibility()
+        desk.start_compositor()
+        yield desk
+    finally:
+        desk.stop()
+
+
+D = TypeVar("D", bound=UserDesktop)
+
+
+def prepared(factory: type[D], missing: list[str], session: dict[str, str]) -> D:
+    """A desktop of ``factory``, not yet started: its folder (HOME, XDG dirs and the
+    runtime folder, the user's own) and its programs' environment, updated by ``session``.
+    Raises ``DesktopError`` naming the packages to install when ``missing`` is not empty."""
     if missing:
-        raise DesktopError(f"the sway desktop needs: apt-get install -y {' '.join(missing)}")
+        raise DesktopError(
+            f"the {factory.kind} desktop needs: apt-get install -y {' '.join(missing)}"
+        )
     _sweep_orphans()
     uid, gid = test_user()
     token = f"{os.getpid()}-{secrets.token_hex(8)}"
@@ -455,18 +490,11 @@ def sway_desktop() -> Iterator[SwayDesktop]:
             "XDG_CACHE_HOME": str(root / "cache"),
             "XDG_DATA_HOME": str(root / "data"),
             "XDG_SESSION_TYPE": "wayland",
-            "XDG_CURRENT_DESKTOP": "sway",
             "GDK_BACKEND": "wayland",
             "LANG": os.environ.get("LANG") or "C.UTF-8",
             "GSETTINGS_BACKEND": "memory",
             "GIO_USE_VFS": "local",
         }
+        | session
     )
-    desk = SwayDesktop(root=root, token=token, uid=uid, gid=gid, env=env)
-    try:
-        desk._start_bus()
-        desk._start_accessibility()
-        desk.start_compositor()
-        yield desk
-    finally:
-        desk.stop()
+    return factory(root=root, token=token, uid=uid, gid=gid, env=env)

@@ -4,6 +4,7 @@ the capture daemon as a process."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -18,6 +19,15 @@ from eventlog.events import FrameCaptured
 
 T0 = 1_700_000_000_000_000  # 2023-11-14 22:13:20 UTC, in microseconds
 NOW = datetime.now(UTC)
+
+
+def needs(missing: list[str], desktop: str) -> pytest.MarkDecorator:
+    """Skip a module whose ``desktop`` lacks the Debian packages ``missing``, saying what to
+    install; on CI (``CI`` set) run it anyway, to fail, as ``make install`` installs them."""
+    return pytest.mark.skipif(
+        bool(missing) and not os.environ.get("CI"),
+        reason=f"the {desktop} desktop needs: apt-get install -y {' '.join(missing)}",
+    )
 
 
 def frame_event(

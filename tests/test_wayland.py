@@ -24,15 +24,12 @@ from tests.helpers import (
     SECRET_LINES,
     DaemonProcess,
     assert_the_secret_was_stored_redacted,
+    needs,
     quiet,
 )
 from tests.residue import files_containing
 
-_MISSING = missing_packages()
-pytestmark = pytest.mark.skipif(
-    bool(_MISSING) and not os.environ.get("CI"),
-    reason=f"the sway desktop needs: apt-get install -y {' '.join(_MISSING)}",
-)
+pytestmark = needs(missing_packages(), "sway")
 
 
 class Daemon(DaemonProcess):
