@@ -42,6 +42,7 @@ from base.errors import (
     KeyUnavailableError,
     LockedError,
 )
+from capture.ocr import panels
 from capture.trigger import Trigger
 from eventlog.events import (
     CapturePaused,
@@ -357,8 +358,12 @@ class Daemon:
         if len(text.strip()) >= config.ax_min_chars and config.ocr_backend != "always":
             return text, "ax"
         region = grabs.window_region(image, front.geometry, monitor)
+        # A window whose rectangle nobody gives (GNOME) is the whole desktop: each of its
+        # light and dark regions is read alone (capture.ocr.panels).
+        whole = tuple(front.geometry) == (monitor.left, monitor.top, monitor.width, monitor.height)
         try:
-            ocr = self.backends.ocr.text(region)
+            parts = panels(region) if whole else [region]
+            ocr = "\n".join(filter(None, (self.backends.ocr.text(part) for part in parts)))
         except BackscrollError as exc:
             log.warning("OCR failed on one frame: %s", exc)
             ocr = ""

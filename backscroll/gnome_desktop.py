@@ -27,7 +27,7 @@ and, on a thread of the caller, a connection to the session bus holding a Mutter
 desktop session: its virtual keyboard leaves the overview gnome-shell starts in, drives
 Alt+Tab, and must stay for the desktop's life, because without a keyboard GTK windows never
 get keyboard focus and AT-SPI never marks a frame ACTIVE. The same connection holds a
-Mutter screen cast of the monitor, read through GStreamer's pipewiresrc for ``screenshot``.
+Mutter screen cast of the desktop (``capture.gnome.ScreenCast``) for ``screenshot``.
 
 ``active()`` is the ACTIVE frame on AT-SPI, which is all a client can learn of the focus on
 GNOME (``org.gnome.Shell.Introspect`` is refused to it).
@@ -40,7 +40,6 @@ import contextlib
 import functools
 import glob
 import os
-import socket
 import threading
 import time
 from collections.abc import Coroutine, Iterator, Sequence
@@ -60,13 +59,13 @@ from backscroll.desktop import (
 from backscroll.desktop import missing_packages as desktop_packages_missing
 from backscroll.wayland_desktop import UserDesktop, WaylandWindow, prepared
 from base.errors import DesktopError
+from capture.gnome import ScreenCast
 
 if TYPE_CHECKING:
     from dbus_fast.aio import MessageBus
     from PIL import Image
 
 WIDTH, HEIGHT = 1920, 1080
-MONITOR = "Meta-0"  # the connector name of gnome-shell's virtual monitor
 IMAGE_APP = "image-viewer"  # the AT-SPI application name of ``open_image_text``'s windows
 
 # X keysyms for ``press``.
@@ -195,91 +194,6 @@ class _Bus:
         self._loop.close()
 
 
-class _Screen:
-    """Frames of a Mutter screen cast of the monitor, read with GStreamer's pipewiresrc
-    over a socket to the desktop's PipeWire (the caller's own runtime folder is not it).
-    Mutter sends a frame only when the screen changes, so each grab starts the pipeline,
-    takes its first frame and stops it again (~80 ms)."""
-
-    def __init__(self, bus: _Bus, pipewire_socket: str) -> None:
-        from dbus_fast import Message, MessageType, Variant
-        from gi import require_version
-
-        require_version("Gst", "1.0")
-        from gi.repository import Gst
-
-        Gst.init(None)
-        self._gst = Gst
-        cast = "org.gnome.Mutter.ScreenCast"
-        (self._session,) = bus.call(
-            cast, "/org/gnome/Mutter/ScreenCast", cast, "CreateSession", "a{sv}", [{}]
-        )
-        session_interface = f"{cast}.Session"
-        (stream,) = bus.call(
-            cast,
-            self._session,
-            session_interface,
-            "RecordMonitor",
-            "sa{sv}",
-            [MONITOR, {"cursor-mode": Variant("u", 0)}],
-        )
-
-        async def start() -> int:
-            node: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-
-            def on_signal(message: Message) -> None:
-                added = message.member == "PipeWireStreamAdded" and message.path == stream
-                if added and message.message_type == MessageType.SIGNAL and not node.done():
-                    node.set_result(int(message.body[0]))
-
-            bus.session.add_message_handler(on_signal)
-            try:
-                match = f"type='signal',path='{stream}',member='PipeWireStreamAdded'"
-                await ask(bus.session, *DBUS, "AddMatch", "s", [match])
-                await ask(bus.session, cast, self._session, session_interface, "Start")
-                return await node
-            finally:
-                bus.session.remove_message_handler(on_signal)
-
-        node = bus.run(start())
-        self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._socket.connect(pipewire_socket)
-        self._pipeline = Gst.parse_launch(
-            "pipewiresrc name=source ! video/x-raw,format=BGRx ! "
-            "appsink name=sink max-buffers=1 drop=true sync=false"
-        )
-        source = self._pipeline.get_by_name("source")
-        source.set_property("fd", self._socket.fileno())
-        source.set_property("path", str(node))
-        self._sink = self._pipeline.get_by_name("sink")
-
-    def grab(self) -> Image.Image:
-        from PIL import Image
-
-        Gst = self._gst
-        self._pipeline.set_state(Gst.State.PLAYING)
-        try:
-            sample = self._sink.emit("try-pull-sample", int(START_TIMEOUT_S * Gst.SECOND))
-            if sample is None:
-                raise DesktopError(f"no frame from the screen cast within {START_TIMEOUT_S} s")
-            caps = sample.get_caps().get_structure(0)
-            size = (caps.get_value("width"), caps.get_value("height"))
-            buffer = sample.get_buffer()
-            ok, mapped = buffer.map(Gst.MapFlags.READ)
-            if not ok:
-                raise DesktopError("the screen cast's frame could not be read")
-            try:
-                return Image.frombuffer("RGB", size, mapped.data, "raw", "BGRX", 0, 1).copy()
-            finally:
-                buffer.unmap(mapped)
-        finally:
-            self._pipeline.set_state(Gst.State.NULL)
-
-    def close(self) -> None:
-        self._pipeline.set_state(self._gst.State.NULL)
-        self._socket.close()
-
-
 @dataclass
 class GnomeDesktop(UserDesktop):
     """A running headless GNOME desktop; see the module docstring."""
@@ -289,7 +203,7 @@ class GnomeDesktop(UserDesktop):
 
     _bus: _Bus | None = None
     _keyboard: str = ""  # the remote desktop session's object path
-    _screen: _Screen | None = None
+    _screen: ScreenCast | None = None
 
     @property
     def wayland_socket(self) -> str:
@@ -439,8 +353,10 @@ class GnomeDesktop(UserDesktop):
     def screenshot(self) -> Image.Image:
         """The monitor as an RGB image, through a Mutter screen cast."""
         if self._screen is None:
-            self._screen = _Screen(self._connected(), str(self.run_dir / "pipewire-0"))
-        return self._screen.grab()
+            self._screen = ScreenCast(
+                self.bus_address, pipewire_socket=str(self.run_dir / "pipewire-0")
+            )
+        return self._screen.grab()[0]
 
     def settle(self, *, quiet_s: float = 0.3, timeout: float = 5.0) -> None:
         """Wait until the monitor has not changed for ``quiet_s``."""

@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import threading
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -61,6 +62,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 SCREEN_CAST = "org.gnome.Mutter.ScreenCast"
+_DBUS = ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")
 DISPLAY_CONFIG = "org.gnome.Mutter.DisplayConfig"
 _WAIT_S = 5.0  # a frame or a D-Bus answer that has not come by then is not coming
 # AT-SPI windows are numbered above X window ids (29 bits), so the two never meet.
@@ -84,10 +86,17 @@ class GnomeShell:
         self._x11 = x11
         self._ids: dict[Ref, int] = {}
         self._last: AxWindow | None = None
-        self._cast = _ScreenCast(session_bus)
-        self.desktop = self._cast.desktop()
+        self._cast = ScreenCast(session_bus)
+        try:
+            self.desktop = self._cast.desktop()
+        except BaseException:
+            self._cast.close()
+            raise
 
     def frontmost(self) -> Frontmost | None:
+        if self._cast.lost:
+            # Its windows went with it; AT-SPI would only say that none is active.
+            raise CaptureError("GNOME Shell went away")
         window = self._ax.still_active(self._last) if self._last else None
         if window is None:
             window = next((w for w in self._ax.windows() if w.active), None)
@@ -121,12 +130,16 @@ class GnomeShell:
         return self._ids.setdefault(window.ref, _AX_IDS + len(self._ids))
 
 
-class _ScreenCast:
+class ScreenCast:
     """One Mutter screen-cast session of the whole desktop, on a connection kept open (Mutter
-    ends a session whose caller hangs up), and the GStreamer pipeline that reads it."""
+    ends a session whose caller hangs up), and the GStreamer pipeline that reads it.
+    ``pipewire_socket``: the PipeWire daemon's socket when it is not in this process's
+    runtime folder (a test reading another user's desktop)."""
 
-    def __init__(self, session_bus: str) -> None:
+    def __init__(self, session_bus: str, *, pipewire_socket: str | None = None) -> None:
         self._address = session_bus
+        self._pipewire_socket = pipewire_socket
+        self._socket: socket.socket | None = None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="backscroll-screencast", daemon=True
@@ -135,6 +148,8 @@ class _ScreenCast:
         self._bus: MessageBus | None = None
         self._session: str | None = None
         self._layout_seen: tuple[int, Geometry] | None = None
+        self.node: int | None = None  # the PipeWire node of the stream being recorded
+        self.lost = False  # GNOME Shell left the bus (it ended, or crashed) since we met it
         self._pipeline: Any = None
         self._gst: Any = _gstreamer()
 
@@ -148,9 +163,9 @@ class _ScreenCast:
         layout = self._run(self._layout())
         if layout != self._layout_seen or self._pipeline is None:
             # A monitor came, went or moved: record the new desktop.
-            node = self._run(self._record(layout[1]))
+            self.node = self._run(self._record(layout[1]))
             self._layout_seen = layout
-            self._pipeline = self._pipeline_for(node)
+            self._pipeline = self._pipeline_for(self.node)
         Gst = self._gst
         pipeline = self._pipeline
         try:
@@ -176,11 +191,9 @@ class _ScreenCast:
         return image, layout[1]
 
     def close(self) -> None:
-        if self._pipeline is not None:
-            self._pipeline.set_state(self._gst.State.NULL)
-            self._pipeline = None
+        self._close_pipeline()
         with contextlib.suppress(Exception):
-            self._run(self._hang_up())
+            self._run(self._hang_up(disconnect=True))
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(2.0)
         self._loop.close()
@@ -189,15 +202,30 @@ class _ScreenCast:
 
     def _pipeline_for(self, node: int) -> Any:
         Gst = self._gst
-        if self._pipeline is not None:
-            self._pipeline.set_state(Gst.State.NULL)
+        self._close_pipeline()
         try:
-            return Gst.parse_launch(
-                f"pipewiresrc path={node} ! {_CAPS} ! "
+            pipeline = Gst.parse_launch(
+                f"pipewiresrc name=source path={node} ! {_CAPS} ! "
                 "appsink name=sink max-buffers=1 drop=true sync=false"
             )
         except Exception as exc:  # GLib.Error: no pipewiresrc element
             raise CaptureError(f"{INSTALL} ({exc})") from None
+        if self._pipewire_socket:
+            self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                self._socket.connect(self._pipewire_socket)
+            except OSError as exc:
+                raise CaptureError(f"PipeWire is not there: {exc.strerror}") from None
+            pipeline.get_by_name("source").set_property("fd", self._socket.fileno())
+        return pipeline
+
+    def _close_pipeline(self) -> None:
+        if self._pipeline is not None:
+            self._pipeline.set_state(self._gst.State.NULL)
+            self._pipeline = None
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
 
     # ------------------------------------------------------------------ D-Bus
 
@@ -217,8 +245,16 @@ class _ScreenCast:
         from dbus_fast.aio import MessageBus
 
         if self._bus is None or not self._bus.connected:
-            self._bus = await MessageBus(bus_address=self._address).connect()
-            self._session = None
+            bus = await MessageBus(bus_address=self._address).connect()
+            self._bus, self._session = bus, None
+
+            def owner_changed(message: Any) -> None:
+                if message.member == "NameOwnerChanged" and message.body[0] == SCREEN_CAST:
+                    self.lost = True
+
+            bus.add_message_handler(owner_changed)
+            rule = f"type='signal',member='NameOwnerChanged',arg0='{SCREEN_CAST}'"
+            await self._call(*_DBUS, "AddMatch", "s", rule)
         return self._bus
 
     async def _call(
@@ -302,24 +338,22 @@ class _ScreenCast:
         bus.add_message_handler(added)
         try:
             rule = f"type='signal',path='{stream}',member='PipeWireStreamAdded'"
-            await self._call(
-                "org.freedesktop.DBus",
-                "/org/freedesktop/DBus",
-                "org.freedesktop.DBus",
-                "AddMatch",
-                "s",
-                rule,
-            )
+            await self._call(*_DBUS, "AddMatch", "s", rule)
             await self._call(SCREEN_CAST, session, f"{SCREEN_CAST}.Session", "Start")
             return await node
         finally:
             bus.remove_message_handler(added)
 
-    async def _hang_up(self) -> None:
+    async def _hang_up(self, *, disconnect: bool = False) -> None:
         if self._session is not None and self._bus is not None and self._bus.connected:
             session, self._session = self._session, None
             with contextlib.suppress(CaptureError):
                 await self._call(SCREEN_CAST, session, f"{SCREEN_CAST}.Session", "Stop")
+        if disconnect and self._bus is not None:
+            self._bus.disconnect()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._bus.wait_for_disconnect(), 1.0)
+            self._bus = None
 
 
 def _current_size(modes: list[Any]) -> tuple[int, int]:

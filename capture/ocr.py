@@ -147,6 +147,77 @@ def dark_on_light(image: Image) -> Image:
     return gray
 
 
+# A whole desktop is cut into panels on cells of this many pixels a side; a patch of
+# fewer cells than PANEL_MIN_CELLS (a dark button, a bold heading) joins what surrounds it.
+PANEL_CELL = 16
+PANEL_MIN_CELLS = 24
+
+
+def panels(image: Image) -> list[Image]:
+    """A frame of a whole desktop cut into its light and its dark regions, top to bottom,
+    each alone on its own background (what surrounds it painted over): OCR turns each
+    dark-on-light by itself. Read whole, a light window on a dark desktop was inverted with
+    the desktop and read as noise (on GNOME, where no window has a known rectangle)."""
+    from PIL import Image as PILImage
+
+    gray = image.convert("L")
+    cells = gray.reduce(PANEL_CELL)
+    width, height = cells.size
+    light = [value >= DARK_MEAN for value in cells.tobytes()]
+    groups = _regions(light, width, height)
+    for members in groups:
+        if len(members) < PANEL_MIN_CELLS:
+            for cell in members:
+                light[cell] = not light[cell]
+    found = []
+    for members in _regions(light, width, height):
+        xs = [cell % width for cell in members]
+        ys = [cell // width for cell in members]
+        box = (
+            min(xs) * PANEL_CELL,
+            min(ys) * PANEL_CELL,
+            min(image.width, (max(xs) + 1) * PANEL_CELL),
+            min(image.height, (max(ys) + 1) * PANEL_CELL),
+        )
+        if box[2] - box[0] < 8 or box[3] - box[1] < 8:
+            continue
+        inside = bytearray(width * height)
+        for cell in members:
+            inside[cell] = 255
+        mask = PILImage.frombytes("L", (width, height), bytes(inside))
+        mask = mask.resize((width * PANEL_CELL, height * PANEL_CELL)).crop(box)
+        values = sorted(cells.tobytes()[cell] for cell in members)
+        background = PILImage.new("L", mask.size, values[len(values) // 2])
+        found.append((box[1], box[0], PILImage.composite(gray.crop(box), background, mask)))
+    return [panel for _top, _left, panel in sorted(found, key=lambda f: (f[0], f[1]))]
+
+
+def _regions(light: list[bool], width: int, height: int) -> list[list[int]]:
+    """The 4-connected regions of cells of one kind (light or dark), as cell numbers."""
+    seen = [False] * len(light)
+    regions = []
+    for start in range(len(light)):
+        if seen[start]:
+            continue
+        seen[start] = True
+        kind, stack, members = light[start], [start], []
+        while stack:
+            cell = stack.pop()
+            members.append(cell)
+            x = cell % width
+            for near, ok in (
+                (cell - 1, x > 0),
+                (cell + 1, x < width - 1),
+                (cell - width, cell >= width),
+                (cell + width, cell < width * (height - 1)),
+            ):
+                if ok and not seen[near] and light[near] == kind:
+                    seen[near] = True
+                    stack.append(near)
+        regions.append(members)
+    return regions
+
+
 def ink_runs(gray: Image) -> list[tuple[int, int]]:
     """The runs of rows holding ink (``INK_LEVEL``) in a dark-on-light region, as (top,
     bottom) row numbers, bottom excluded: its text lines, where no two lines touch."""

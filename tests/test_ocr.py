@@ -107,6 +107,22 @@ def test_the_worker_reads_small_text_light_and_dark(engine: WorkerOcr) -> None:
         assert "ECONNREFUSED" in text
 
 
+def test_a_desktop_is_read_panel_by_panel_each_dark_on_light(engine: WorkerOcr) -> None:
+    # GNOME's frames: a light window on a dark desktop, a dark bar with light text above.
+    desk = Image.new("RGB", (1280, 720), "#1e3a6e")
+    ImageDraw.Draw(desk).rectangle((0, 0, 1280, 28), fill="black")
+    font = ImageFont.truetype(str(TERMINAL_FONT), 16)
+    ImageDraw.Draw(desk).text((8, 6), "Activities quokka", font=font, fill="white")
+    desk.paste(drawn(LINES, 16), (200, 150))
+    cut = ocr.panels(desk)
+    assert len(cut) == 2  # the dark desktop with its bar, the light window
+    assert cut[1].size[0] >= drawn(LINES, 16).width
+    text = "\n".join(engine.text(panel) for panel in cut)
+    assert set(words(text)) >= LONG_WORDS | {"quokka"}, text
+    # Read whole, the light window was inverted with the dark desktop around it.
+    assert not set(words(engine.text(desk))) >= LONG_WORDS
+
+
 def test_a_worker_killed_between_frames_costs_no_frame(
     engine: WorkerOcr, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -1,0 +1,163 @@
+"""The real capture daemon on a real headless GNOME Shell (the gnome backend), windows run by
+another user, as on a person's GNOME desktop (backscroll/gnome_desktop.py).
+
+Skipped, saying what to install, where GNOME Shell, PipeWire or GStreamer's PipeWire source
+are missing; on CI (``CI`` set) a missing package fails instead, as ``make install``
+installs them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from io import BytesIO
+from pathlib import Path
+
+import pytest
+
+from backscroll.daemon import RETRY_SECONDS
+from backscroll.desktop import wait_for
+from backscroll.gnome_desktop import IMAGE_APP, GnomeDesktop, gnome_desktop, missing_packages
+from backscroll.store import MemoryStore
+from tests.helpers import (
+    FAST,
+    SECRET_LINES,
+    DaemonProcess,
+    assert_the_secret_was_stored_redacted,
+    needs,
+    quiet,
+)
+from tests.residue import files_containing
+
+pytestmark = needs(missing_packages(), "GNOME")
+
+
+class Daemon(DaemonProcess):
+    """``backscroll start`` as a process of the caller against the GNOME desktop."""
+
+    def __init__(self, desk: GnomeDesktop, home: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+        super().__init__(env | desk.daemon_env, home)
+
+
+@pytest.fixture(scope="module")
+def gnome() -> Iterator[GnomeDesktop]:
+    with gnome_desktop() as desk:
+        yield desk
+
+
+@pytest.fixture
+def daemon(gnome: GnomeDesktop, backscroll_home: Path) -> Iterator[Daemon]:
+    running = Daemon(gnome, backscroll_home)
+    running.cli(*FAST)
+    yield running
+    running.close()
+    gnome.close()
+
+
+def test_ocr_and_accessibility_text_and_status_names_the_gnome_backend(
+    gnome: GnomeDesktop, daemon: Daemon
+) -> None:
+    daemon.start()
+    gnome.open_image_text(["db: connect ECONNREFUSED 127.0.0.1:5432"] * 3, "server log")
+    wait_for(lambda: any(f.title == "server log" for f in daemon.frames()), "the image's frame")
+    gnome.open_zenity_text(
+        "The quarterly invoice INV-77120 from Acme Corporation is due in December.", "Invoice"
+    )
+    wait_for(lambda: daemon.frames()[-1].title == "Invoice", "the invoice's frame")
+    with MemoryStore(daemon.home) as store:
+        (hit,) = store.search("econnrefused")
+        assert (hit.app, hit.title, hit.text_source) == (IMAGE_APP, "server log", "ocr")
+        (hit,) = store.search("quarterly invoice")
+        assert (hit.app, hit.text_source) == ("zenity", "ax")
+    status = daemon.status()
+    assert status["backend"] == "gnome"
+    assert any("Mutter's screen cast" in line for line in status["abilities"])
+    assert "no global key grab" in status["daemon"]["hotkey_problem"]
+    assert "desktop:   gnome" in daemon.cli("status")
+
+
+def test_a_switch_between_two_windows_with_the_same_app_and_title_is_captured(
+    gnome: GnomeDesktop, daemon: Daemon
+) -> None:
+    first = gnome.open_zenity_text("marmoset deployment finished " * 4, "bash")
+    daemon.start()
+    wait_for(lambda: len(daemon.frames()) == 1, "the first window's frame")
+    gnome.open_zenity_text("quetzal migration failed " * 4, "bash")
+    wait_for(lambda: len(daemon.frames()) == 2, "the second window's frame")
+    assert daemon.frames()[-1].reason == "title_change"
+    gnome.focus(first)
+    wait_for(lambda: len(daemon.frames()) == 3, "the first window's frame again")
+    with MemoryStore(daemon.home) as store:
+        assert [h.id for h in store.search("quetzal")] == [daemon.frames()[1].id]
+    # Unchanged: nothing more (dedupe and the trigger), however long it stays.
+    assert len(quiet(daemon)) == 3
+
+
+def test_a_denied_window_is_never_captured_and_blacks_out_the_desktop_while_open(
+    gnome: GnomeDesktop, daemon: Daemon
+) -> None:
+    from PIL import Image
+
+    gnome.open_zenity_text("vaultsecretword " * 10, "KeePassXC - vault")
+    daemon.start()
+    frames = quiet(daemon, 2.5)
+    assert all("KeePassXC" not in f.title for f in frames)
+    assert daemon.status()["daemon"]["last_outcome"] == "denied"
+    gnome.open_zenity_text("An ordinary document about gardening and roses.", "Garden notes")
+    hit = wait_for(lambda: [f for f in daemon.frames() if f.title == "Garden notes"], "a frame")[0]
+    with MemoryStore(daemon.home) as store:
+        jpeg = store.thumbnail(hit)
+        assert [h.id for h in store.search("gardening")] == [hit.id]  # AT-SPI text still
+    assert jpeg is not None
+    # Where the vault is on screen nobody tells: the whole frame is dark.
+    assert Image.open(BytesIO(jpeg)).convert("L").getextrema()[1] < 40
+    assert files_containing(daemon.home, "vaultsecretword") == []
+
+
+def test_a_secret_on_screen_is_stored_redacted(gnome: GnomeDesktop, daemon: Daemon) -> None:
+    daemon.cli("config", "--encrypt-text", "on")
+    daemon.start()
+    gnome.open_zenity_text("\n".join(SECRET_LINES), "shell")
+    assert_the_secret_was_stored_redacted(daemon)
+
+
+def test_a_window_closed_mid_capture_costs_nothing_and_capture_goes_on(
+    gnome: GnomeDesktop, daemon: Daemon
+) -> None:
+    gnome.open_zenity_text("a window that stays " * 4, "stays")
+    daemon.start()
+    wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+    for round_ in range(3):
+        gone = gnome.open_zenity_text(f"short lived window number {round_} " * 4, f"gone {round_}")
+        gnome.close(gone)  # often while the worker grabs or reads it
+    gnome.close()
+    gnome.open_zenity_text("the window after the others " * 4, "after")
+    wait_for(lambda: daemon.frames()[-1].title == "after", "a frame after the closes")
+    assert daemon.status()["daemon"]["problem"] is None
+    assert "Traceback" not in daemon.log.read_text()
+
+
+def test_the_shell_going_away_pauses_capture_and_it_resumes_when_it_comes_back(
+    gnome: GnomeDesktop, daemon: Daemon
+) -> None:
+    gnome.open_zenity_text("before the shell went away " * 3, "before")
+    daemon.start()
+    wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+
+    gnome.stop_compositor()
+    problem = wait_for(lambda: daemon.status()["daemon"].get("problem"), "the reason")
+    assert problem.startswith("display unavailable")
+    assert daemon.status()["daemon"]["state"] == "running"
+
+    gnome.start_compositor()
+    gnome.open_zenity_text("after the shell came back " * 3, "after")
+    wait_for(
+        lambda: daemon.frames()[-1].title == "after",
+        "a frame after the restart",
+        RETRY_SECONDS + 30,
+    )
+    assert daemon.status()["daemon"]["problem"] is None
+    daemon.stop()
+    assert daemon.cli("verify").strip().endswith("healthy")
+    assert "Traceback" not in daemon.log.read_text()
