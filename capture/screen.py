@@ -116,7 +116,7 @@ def frame_for(monitors: Sequence[Monitor], geometry: Geometry | None) -> Monitor
         raise CaptureError("the display has no monitor to grab")
     if geometry is None:
         return monitors[0]
-    showing = [m for m in monitors if min(_shared(m, geometry)) >= MIN_SHARED_PX]
+    showing = [m for m in monitors if min(shared(m, geometry)) >= MIN_SHARED_PX]
     if len(showing) == 1:
         return showing[0]
     if not showing:  # a sliver of a window, or one off every monitor
@@ -134,8 +134,8 @@ def black_outside(image: Image, frame: Monitor, monitors: Iterable[Monitor]) -> 
     included."""
     from PIL import Image, ImageDraw
 
-    inside = [m for m in monitors if min(_shared(m, frame)) > 0]
-    if sum(_shared(m, frame)[0] * _shared(m, frame)[1] for m in inside) >= (
+    inside = [m for m in monitors if min(shared(m, frame)) > 0]
+    if sum(shared(m, frame)[0] * shared(m, frame)[1] for m in inside) >= (
         frame.width * frame.height
     ):
         return image  # the monitors tile the rectangle (they do not overlap on X11)
@@ -335,13 +335,13 @@ def _most_overlapped(monitors: Sequence[Monitor], geometry: Geometry) -> Monitor
     """The monitor sharing the most area with a window centred off-screen (else the first)."""
 
     def overlap(m: Monitor) -> int:
-        width, height = _shared(m, geometry)
+        width, height = shared(m, geometry)
         return max(0, width) * max(0, height)
 
     return max(monitors, key=overlap)
 
 
-def _shared(monitor: Monitor, rect: Geometry | Monitor) -> tuple[int, int]:
+def shared(monitor: Monitor, rect: Geometry | Monitor) -> tuple[int, int]:
     """How wide and how high the part of ``rect`` on ``monitor`` is (<= 0: none)."""
     x, y, width, height = (
         (rect.left, rect.top, rect.width, rect.height)

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 from io import BytesIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -221,6 +222,72 @@ def test_a_scale_2_output_is_grabbed_at_its_pixels_and_thumbnailed_at_the_set_wi
 
 def _outputs(sway: SwayDesktop) -> list[str]:
     return [o["name"] for o in json.loads(sway.swaymsg("-t", "get_outputs", raw=True))]
+
+
+def _second_output(sway: SwayDesktop) -> str:
+    """A 1280x1024 output right of HEADLESS-1 (created unless an earlier test made it)."""
+    if len(_outputs(sway)) == 1:
+        sway.swaymsg("create_output")
+    second = next(o for o in _outputs(sway) if o != "HEADLESS-1")
+    sway.swaymsg(f"output {second} mode 1280x1024 position 1920 0")
+    return second
+
+
+def _captured(daemon: Daemon) -> dict[str, Any]:
+    """The last frame event of each window title."""
+    from eventlog.events import FrameCaptured
+
+    with MemoryStore(daemon.home) as store:
+        return {e.title: e for _, e in store.log.read() if isinstance(e, FrameCaptured)}
+
+
+def test_a_window_across_two_outputs_is_captured_whole(sway: SwayDesktop, daemon: Daemon) -> None:
+    from PIL import Image
+
+    _second_output(sway)
+    sway.swaymsg("focus output HEADLESS-1")
+    # 1100 px of foot from x=1400: the first word on HEADLESS-1, the last on the other.
+    across = sway.open_foot(["kestrel" + " " * 85 + "pelican"] * 6, "across")
+    sway.swaymsg(
+        f"[con_id={across.window_id}] floating enable, resize set 1100 600, move position 1400 300"
+    )
+    sway.focus(across)
+    daemon.start()
+    frame = wait_for(lambda: _captured(daemon).get("across"), "the frame")
+    # The rectangle holding both outputs, what neither shows (below the smaller) black.
+    assert frame.monitor == (0, 0, 0, 3200, 1080)
+    assert "kestrel" in frame.text and "pelican" in frame.text
+    hit = wait_for(lambda: [f for f in daemon.frames() if f.title == "across"], "the views")[0]
+    with MemoryStore(daemon.home) as store:
+        jpeg = store.thumbnail(hit)
+    assert jpeg is not None
+    image = Image.open(BytesIO(jpeg)).convert("L")
+    assert image.size == (480, 162)
+    assert image.crop((300, 156, 480, 162)).getextrema()[1] < 40
+
+
+def test_an_output_withdrawn_while_the_daemon_runs_costs_no_frame(
+    sway: SwayDesktop, daemon: Daemon
+) -> None:
+    second = _second_output(sway)
+    sway.swaymsg(f"focus output {second}")
+    there = sway.open_foot(["zanzibar on the second monitor"] * 4, "there")
+    sway.focus(there)
+    daemon.start()
+    assert wait_for(lambda: _captured(daemon).get("there"), "a frame").monitor[0] == 2
+    # sway 1.7 cannot unplug a headless output (no ``unplug``), and fails to commit its
+    # ``disable``; it withdraws the output's wl_output global and announces it again,
+    # which the daemon sees as an output gone and a new one come.
+    sway.swaymsg(f"output {second} disable")
+    sway.swaymsg("focus output HEADLESS-1")
+    here = sway.open_foot(["wombat on the first monitor"] * 4, "here")
+    sway.focus(here)
+    assert wait_for(lambda: _captured(daemon).get("here"), "a frame").monitor[0] == 1
+    sway.focus(there)
+    wait_for(lambda: len(daemon.frames()) == 3, "the second output's window again")
+    status = daemon.status()["daemon"]
+    assert (status["state"], status["problem"]) == ("running", None)
+    assert "Traceback" not in daemon.log.read_text()
 
 
 def test_the_compositor_going_away_pauses_capture_and_it_resumes_when_it_comes_back(
