@@ -95,6 +95,9 @@ FIREFOX_PREFS = (
     '"browser.safebrowsing.update.enabled", false',
 )
 
+# What a pipe holds unread, with room to spare (Linux: 64 KiB), so a write never blocks.
+PIPE_HOLDS = 32 << 10
+
 # The xterms' font (Xft): the signature and OCR figures were measured with it.
 TERMINAL_FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf")
 
@@ -251,9 +254,16 @@ class Desktop:
         # O_RDWR never blocks on a FIFO and keeps a writer attached, so ``cat`` never sees
         # end of file between two writes.
         feed = os.open(fifo, os.O_RDWR)
+        text = ("\n".join(text_lines) + "\n").encode()
+        # Written before the terminal starts when the pipe holds it, so that its first frame
+        # shows it: written after, a daemon running may capture the new window empty.
+        early = len(text) <= PIPE_HOLDS
+        if early:
+            os.write(feed, text)
         window = self._open("xterm", [*argv, "-e", "cat", str(fifo)], title)
         window.feed = feed
-        window.write("\n".join(text_lines) + "\n")
+        if not early:
+            os.write(feed, text)
         return window
 
     def open_zenity_text(
