@@ -266,6 +266,40 @@ def test_a_window_across_two_outputs_is_captured_whole(sway: SwayDesktop, daemon
     assert image.crop((300, 156, 480, 162)).getextrema()[1] < 40
 
 
+def test_a_window_across_outputs_of_scale_1_and_2_is_grabbed_at_the_finer_scale(
+    sway: SwayDesktop,
+) -> None:
+    from capture.platform import backends
+
+    second = _second_output(sway)
+    sway.swaymsg(f"output {second} scale 2")  # 640x512 logical points, right of HEADLESS-1
+    try:
+        sway.swaymsg("focus output HEADLESS-1")
+        term = sway.open_foot(["drawn at two scales"] * 4, "two scales")
+        sway.swaymsg(
+            f"[con_id={term.window_id}] floating enable, resize set 900 400, move position 1400 100"
+        )
+        sway.focus(term)
+        found = backends(environ=sway.daemon_env)
+        try:
+            front = found.probe.frontmost()
+            assert front is not None
+            image, monitor = found.screen.grab(front.geometry)
+        finally:
+            found.close()
+        assert (monitor.index, monitor.width, monitor.height, monitor.scale) == (0, 2560, 1080, 2)
+        assert image.size == (5120, 2160)
+        # The window's part on the scale-2 output is foot's white at that output's pixels;
+        # below that output (512 points high) no output shows anything: black.
+        inside = image.crop((2 * 1930, 2 * 110, 2 * 2290, 2 * 490)).convert("L")
+        assert inside.getextrema()[0] > 200
+        below = image.crop((2 * 1930, 2 * 600, 2 * 2550, 2 * 1070)).convert("L")
+        assert below.getextrema()[1] < 10
+    finally:
+        sway.swaymsg(f"output {second} scale 1")
+        sway.close()
+
+
 def test_an_output_unplugged_and_another_plugged_while_the_daemon_runs(
     backscroll_home: Path,
 ) -> None:
