@@ -274,30 +274,42 @@ def test_a_window_across_two_outputs_is_captured_whole(sway: SwayDesktop, daemon
 def test_a_window_across_outputs_of_scale_1_and_2_is_grabbed_at_the_finer_scale(
     sway: SwayDesktop,
 ) -> None:
+    from PIL import Image
+
     from capture.platform import backends
+    from capture.screen import Monitor
 
     second = _second_output(sway)
     sway.swaymsg(f"output {second} scale 2")  # 640x512 logical points, right of HEADLESS-1
     try:
         sway.swaymsg("focus output HEADLESS-1")
         term = sway.open_foot(["drawn at two scales"] * 4, "two scales")
-        sway.swaymsg(
-            f"[con_id={term.window_id}] floating enable, resize set 900 400, move position 1400 100"
-        )
+        # Floating, it keeps its tiled size (1920x1080 points): from x=1400 it covers the
+        # scale-2 output's 640 points.
+        sway.swaymsg(f"[con_id={term.window_id}] floating enable, move position 1400 100")
         sway.focus(term)
         found = backends(environ=sway.daemon_env)
-        try:
+
+        def drawn() -> tuple[Image.Image, Monitor] | None:
+            """A grab once sway has moved the window and foot has drawn it there."""
             front = found.probe.frontmost()
-            assert front is not None
+            if front is None or front.geometry[:2] != (1400, 100):
+                return None
             image, monitor = found.screen.grab(front.geometry)
+            # The window's part on the scale-2 output: foot's white, at that output's pixels.
+            right = min(2550, front.geometry.x + front.geometry.width - 10)
+            inside = image.crop((2 * 1930, 2 * 110, 2 * right, 2 * 500)).convert("L")
+            return (image, monitor) if inside.getextrema()[0] > 200 else None
+
+        try:
+            grabbed = wait_for(drawn, "the window drawn across both outputs")
         finally:
             found.close()
+        assert grabbed is not None
+        image, monitor = grabbed
         assert (monitor.index, monitor.width, monitor.height, monitor.scale) == (0, 2560, 1080, 2)
         assert image.size == (5120, 2160)
-        # The window's part on the scale-2 output is foot's white at that output's pixels;
-        # below that output (512 points high) no output shows anything: black.
-        inside = image.crop((2 * 1930, 2 * 110, 2 * 2290, 2 * 490)).convert("L")
-        assert inside.getextrema()[0] > 200
+        # Below the scale-2 output (512 points high) no output shows anything: black.
         below = image.crop((2 * 1930, 2 * 600, 2 * 2550, 2 * 1070)).convert("L")
         assert below.getextrema()[1] < 10
     finally:
