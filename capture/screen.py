@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import threading
 import warnings
 from collections.abc import Iterable, Sequence
@@ -135,17 +136,17 @@ def black_outside(image: Image, frame: Monitor, monitors: Iterable[Monitor]) -> 
     from PIL import Image, ImageDraw
 
     inside = [m for m in monitors if min(shared(m, frame)) > 0]
-    if sum(shared(m, frame)[0] * shared(m, frame)[1] for m in inside) >= (
-        frame.width * frame.height
-    ):
-        return image  # the monitors tile the rectangle (they do not overlap on X11)
-    seen = Image.new("L", image.size, 255)
-    draw = ImageDraw.Draw(seen)
+    covered = sum(shared(m, frame)[0] * shared(m, frame)[1] for m in inside)
+    apart = all(min(shared(a, b)) <= 0 for a, b in itertools.combinations(inside, 2))
+    if apart and covered >= frame.width * frame.height:
+        return image  # the monitors tile it: the mask would cost 30 ms of a 3840x1080 frame
+    unseen = Image.new("L", image.size, 255)
+    draw = ImageDraw.Draw(unseen)
     for m in inside:
         x0, y0 = (m.left - frame.left) * frame.scale, (m.top - frame.top) * frame.scale
         x1, y1 = x0 + m.width * frame.scale - 1, y0 + m.height * frame.scale - 1
         draw.rectangle((round(x0), round(y0), round(x1), round(y1)), fill=0)
-    image.paste((0, 0, 0), mask=seen)
+    image.paste((0, 0, 0), mask=unseen)
     return image
 
 
