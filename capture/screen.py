@@ -75,6 +75,8 @@ def grab(geometry: Geometry | None, *, display: str | None = None) -> tuple[Imag
 
     try:
         shot, frame, monitors = _grab(geometry, display)
+    except CaptureError:
+        raise
     except Exception:
         # This thread's connection may be to an X server that has gone, and perhaps come
         # back on the same display (the daemon's probe has reconnected, but only this
@@ -112,7 +114,7 @@ def frame_for(monitors: Sequence[Monitor], geometry: Geometry | None) -> Monitor
     window across monitors (each showing at least ``MIN_SHARED_PX`` of it both ways), the
     smallest rectangle holding those monitors (index 0, at the finest scale among them), so
     that the whole window is in the frame and its text is read whole. ``monitors[0]`` when
-    ``geometry`` is None."""
+    ``geometry`` is None; ``CaptureError`` for a window on no monitor at all."""
     if not monitors:
         raise CaptureError("the display has no monitor to grab")
     if geometry is None:
@@ -120,8 +122,13 @@ def frame_for(monitors: Sequence[Monitor], geometry: Geometry | None) -> Monitor
     showing = [m for m in monitors if min(shared(m, geometry)) >= MIN_SHARED_PX]
     if len(showing) == 1:
         return showing[0]
-    if not showing:  # a sliver of a window, or one off every monitor
-        return _monitor_for(monitors, geometry) or _most_overlapped(monitors, geometry)
+    if not showing:  # a small window, or a sliver of one
+        found = _monitor_for(monitors, geometry) or _most_overlapped(monitors, geometry)
+        if min(shared(found, geometry)) <= 0:
+            # Left where an unplugged monitor was: nobody sees it, and a grab of another
+            # monitor would file that monitor's pixels under this window's title.
+            raise CaptureError("the active window is on no monitor")
+        return found
     left, top = min(m.left for m in showing), min(m.top for m in showing)
     right = max(m.left + m.width for m in showing)
     bottom = max(m.top + m.height for m in showing)

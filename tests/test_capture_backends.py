@@ -386,8 +386,10 @@ def test_a_window_s_frame_is_its_monitor_or_the_monitors_it_spans() -> None:
     assert screen.frame_for(monitors, Geometry(1920 - edge, 40, 800, 600)) == right
     span = screen.frame_for(monitors, Geometry(1400, 300, 1100, 700))
     assert span == screen.Monitor(0, 0, 0, 3200, 1080)
-    # Off every monitor: the one sharing the most of it, else the first.
-    assert screen.frame_for(monitors, Geometry(3300, 40, 400, 400)) == left
+    # Mostly off every monitor: the one sharing the most of it; wholly off: none.
+    assert screen.frame_for(monitors, Geometry(3190, 40, 400, 400)) == right
+    with pytest.raises(CaptureError, match="on no monitor"):
+        screen.frame_for(monitors, Geometry(3300, 40, 400, 400))
     scaled = screen.Monitor(2, 1920, 0, 960, 540, scale=2.0)
     assert screen.frame_for([left, scaled], Geometry(1800, 0, 400, 400)).scale == 2.0
     with pytest.raises(CaptureError, match="no monitor"):
