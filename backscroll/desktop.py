@@ -7,7 +7,7 @@
 
 It starts, each in a process group of its own and in this order:
 
-    Xvfb :N (picked with -displayfd)       1920x1080x24, no TCP
+    Xvfb :N (picked with -displayfd)       1920x1080x24 (or ``size``), no TCP
     dbus-daemon                            a private session bus, no service activation
     openbox                                sets _NET_ACTIVE_WINDOW, frames and stacks windows
     at-spi-bus-launcher                    the accessibility bus, announced as org.a11y.Bus;
@@ -27,6 +27,11 @@ at once).
 session bus, a throwaway HOME and XDG dirs, and no NO_AT_BRIDGE, so GTK apps publish their
 widgets over AT-SPI. A program started with it carries the marker, so it is stopped with
 the desktop even if its starter forgets it.
+
+Several monitors: Xvfb has one output, but RandR 1.5 lets a client cut its screen into
+monitors (``xrandr --setmonitor``): start a wider screen (``headless_desktop(size=(3840,
+1080))``) and ``desk.set_monitors((0, 0, 1920, 1080), (1920, 0, 1920, 1080))``; mss, the
+daemon and openbox then see two monitors, and ``set_monitors`` again adds or removes one.
 
 tests/desktop.py adds a gnome-keyring on the same bus and the tests' session fixture."""
 
@@ -92,6 +97,9 @@ FIREFOX_PREFS = (
     '"network.connectivity-service.enabled", false',
     '"browser.safebrowsing.update.enabled", false',
 )
+
+# What a pipe holds unread, with room to spare (Linux: 64 KiB), so a write never blocks.
+PIPE_HOLDS = 32 << 10
 
 # The xterms' font (Xft): the signature and OCR figures were measured with it.
 TERMINAL_FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf")
@@ -198,6 +206,7 @@ class Desktop:
     root: Path
     token: str
     env: dict[str, str] = field(default_factory=dict)
+    size: tuple[int, int] = (WIDTH, HEIGHT)
     display: str = ""
     bus_address: str = ""
     components: list[_Component] = field(default_factory=list)
@@ -248,9 +257,16 @@ class Desktop:
         # O_RDWR never blocks on a FIFO and keeps a writer attached, so ``cat`` never sees
         # end of file between two writes.
         feed = os.open(fifo, os.O_RDWR)
+        text = ("\n".join(text_lines) + "\n").encode()
+        # Written before the terminal starts when the pipe holds it, so that its first frame
+        # shows it: written after, a daemon running may capture the new window empty.
+        early = len(text) <= PIPE_HOLDS
+        if early:
+            os.write(feed, text)
         window = self._open("xterm", [*argv, "-e", "cat", str(fifo)], title)
         window.feed = feed
-        window.write("\n".join(text_lines) + "\n")
+        if not early:
+            os.write(feed, text)
         return window
 
     def open_zenity_text(
@@ -353,6 +369,54 @@ class Desktop:
             _stop_group(component.process)
             self.components.remove(component)
 
+    def set_monitors(self, *rects: tuple[int, int, int, int]) -> None:
+        """Cut the screen into these monitors (x, y, width, height), replacing the ones set
+        before (``xrandr --setmonitor`` / ``--delmonitor``). The first holds Xvfb's one
+        output, so RandR lists these and no other; none given: the whole screen again."""
+        from Xlib import display
+        from Xlib.ext import randr
+
+        connection = display.Display(self.display)
+        try:
+            root = connection.screen().root
+            for listed in root.xrandr_get_monitors(is_active=False).monitors:
+                if not listed.automatic:
+                    root.xrandr_delete_monitor(listed.name)
+            output = root.xrandr_get_screen_resources().outputs[0]
+            opcode = connection.display.get_extension_major(randr.extname)
+            set_monitor = _set_monitor_request()
+            for n, (x, y, width, height) in enumerate(rects):
+                set_monitor(
+                    display=connection.display,
+                    opcode=opcode,
+                    window=root,
+                    name=connection.intern_atom(f"MONITOR-{n + 1}"),
+                    primary=n == 0,
+                    automatic=False,
+                    x=x,
+                    y=y,
+                    width=width,
+                    height=height,
+                    # 96 dpi, as Xvfb reports its screen
+                    width_mm=round(width * 25.4 / 96),
+                    height_mm=round(height * 25.4 / 96),
+                    outputs=[output] if n == 0 else [],
+                )
+            connection.sync()
+        finally:
+            connection.close()
+
+    def monitors(self) -> list[tuple[int, int, int, int]]:
+        """The monitors RandR lists now (x, y, width, height), in its order."""
+        from Xlib import display
+
+        connection = display.Display(self.display)
+        try:
+            listed = connection.screen().root.xrandr_get_monitors(is_active=True).monitors
+            return [(m.x, m.y, m.width_in_pixels, m.height_in_pixels) for m in listed]
+        finally:
+            connection.close()
+
     def screenshot_png(self, path: Path | str) -> Path:
         """The whole screen as a PNG file (for failing tests and the README)."""
         import mss.tools
@@ -449,7 +513,7 @@ class Desktop:
             # With a display named, -displayfd still announces it once the server is ready.
             argv = [require("Xvfb"), *([display] if display else [])]
             argv += ["-displayfd", str(write_fd), "-nolisten", "tcp", "-noreset"]
-            argv += ["-screen", "0", f"{WIDTH}x{HEIGHT}x24"]
+            argv += ["-screen", "0", f"{self.size[0]}x{self.size[1]}x24"]
             xvfb = self._spawn("Xvfb", argv, pass_fds=(write_fd,))
             os.close(write_fd)
             write_fd = -1
@@ -547,23 +611,30 @@ D = TypeVar("D", bound=Desktop)
 
 
 @overload
-def headless_desktop() -> contextlib.AbstractContextManager[Desktop]: ...
+def headless_desktop(
+    *, size: tuple[int, int] = (WIDTH, HEIGHT)
+) -> contextlib.AbstractContextManager[Desktop]: ...
 
 
 @overload
-def headless_desktop(factory: type[D]) -> contextlib.AbstractContextManager[D]: ...
+def headless_desktop(
+    factory: type[D], *, size: tuple[int, int] = (WIDTH, HEIGHT)
+) -> contextlib.AbstractContextManager[D]: ...
 
 
-def headless_desktop(factory: type[Desktop] = Desktop) -> contextlib.AbstractContextManager[Any]:
+def headless_desktop(
+    factory: type[Desktop] = Desktop, *, size: tuple[int, int] = (WIDTH, HEIGHT)
+) -> contextlib.AbstractContextManager[Any]:
     """Start the desktop (see the module docstring), yield it, and stop all of it.
 
-    ``factory`` is the class of the desktop yielded (a subclass adding services).
+    ``factory`` is the class of the desktop yielded (a subclass adding services); ``size``
+    the X screen's (cut it into monitors with ``set_monitors``).
     """
-    return _running(factory)
+    return _running(factory, size)
 
 
 @contextlib.contextmanager
-def _running(factory: type[D]) -> Iterator[D]:
+def _running(factory: type[D], size: tuple[int, int]) -> Iterator[D]:
     for binary in PACKAGES:
         require(binary)
     _sweep_orphans()
@@ -592,7 +663,7 @@ def _running(factory: type[D]) -> Iterator[D]:
             "GIO_USE_VFS": "local",
         }
     )
-    desk = factory(root=root, token=token, env=env)
+    desk = factory(root=root, token=token, env=env, size=size)
     try:
         desk._start_x()
         desk._start_bus()
@@ -681,6 +752,33 @@ def _mss(display: str) -> Any:
 
     # mss >= 10.2 names the class MSS; older versions only have the factory.
     return (getattr(mss, "MSS", None) or mss.mss)(display=display)
+
+
+def _set_monitor_request() -> Any:
+    """RandR 1.5's SetMonitor, its MonitorInfo laid out flat: python-xlib 0.33's own
+    ``xrandr_set_monitor`` cannot pack the nested structure it declares."""
+    from Xlib.protocol import rq
+
+    class SetMonitor(rq.Request):  # type: ignore[misc]  # python-xlib has no types
+        _request = rq.Struct(
+            rq.Card8("opcode"),
+            rq.Opcode(43),
+            rq.RequestLength(),
+            rq.Window("window"),
+            rq.Card32("name"),
+            rq.Bool("primary"),
+            rq.Bool("automatic"),
+            rq.LengthOf("outputs", 2),
+            rq.Int16("x"),
+            rq.Int16("y"),
+            rq.Card16("width"),
+            rq.Card16("height"),
+            rq.Card32("width_mm"),
+            rq.Card32("height_mm"),
+            rq.List("outputs", rq.Card32Obj),
+        )
+
+    return SetMonitor
 
 
 # ---------------------------------------------------------------------- D-Bus

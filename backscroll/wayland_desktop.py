@@ -17,6 +17,13 @@ path, as root may. Run by an ordinary user, everything runs as that user. It sta
     wtype -s …                  a virtual keyboard kept on sway's seat: without a keyboard
                                 GTK never gets keyboard focus, so no AT-SPI focus events
 
+Outputs that can be unplugged: sway 1.7 cannot remove a headless output (it has no
+``output … unplug``, and fails to commit ``output … disable`` on the headless backend). With
+``sway_desktop(nested=True)`` the sway under test runs on wlroots' Wayland backend inside
+another headless sway, where each of its outputs (WL-1, and those ``create_output`` adds) is
+a window of the outer one: ``unplug(output)`` closes that window, and the output is gone, as
+a monitor unplugged.
+
 ``daemon_env`` is what the daemon needs (WAYLAND_DISPLAY and SWAYSOCK as absolute paths
 through links this desktop keeps pointing at the current compositor, the session bus, no
 DISPLAY); ``env`` is the windows' environment. Every process carries the marker of
@@ -44,6 +51,7 @@ from backscroll.desktop import (
     FOLDER_PREFIX,
     INHERITED,
     MARKER,
+    PIPE_HOLDS,
     START_TIMEOUT_S,
     Window,
     _name_has_owner,
@@ -75,6 +83,16 @@ default_floating_border none
 focus_follows_mouse no
 focus_on_window_activation focus
 xwayland disable
+"""
+
+# The outer sway of a nested desktop: large enough for two 1920x1080 inner outputs, each a
+# floating window (a tiled one would be resized to share the outer output).
+_OUTER_CONFIG = """\
+output HEADLESS-1 mode 4000x1200 position 0 0
+default_border none
+default_floating_border none
+xwayland disable
+for_window [app_id="wlroots"] floating enable
 """
 
 _BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
@@ -251,6 +269,9 @@ class SwayDesktop(UserDesktop):
     packages: ClassVar[dict[str, str]] = PACKAGES
     kind: ClassVar[str] = "sway"
 
+    nested: bool = False
+    outer: tuple[Path, Path] | None = None  # the outer sway's Wayland and IPC sockets
+
     @property
     def wayland_link(self) -> Path:
         return self.root / "wayland.sock"
@@ -294,9 +315,15 @@ class SwayDesktop(UserDesktop):
             *("-o", "cursor.blink=no", "-o", "cursor.style=underline"),
             *("cat", str(fifo)),
         ]
+        text = ("\n".join(text_lines) + "\n").replace("\n", "\r\n").encode()
+        # Written before the terminal starts when the pipe holds it (see ``open_xterm``).
+        early = len(text) <= PIPE_HOLDS
+        if early:
+            os.write(feed, text)
         window = self._open("foot", argv, title)
         window.feed = feed
-        window.write("\n".join(text_lines) + "\n")
+        if not early:
+            os.write(feed, text)
         return window
 
     def open_zenity_text(self, text: str, title: str) -> WaylandWindow:
@@ -376,33 +403,46 @@ class SwayDesktop(UserDesktop):
 
     def stop_compositor(self) -> None:
         """Stop sway, as a compositor that crashes: the windows lose it too."""
+        # The outer sway of a nested desktop stays: it is the machine, not the compositor.
         self.close()
         self._stop_components("sway", "wtype")
 
+    def unplug(self, output: str) -> None:
+        """Remove ``output`` (nested desktops only): close the outer window that is it."""
+        if self.outer is None:
+            raise DesktopError("only a nested sway desktop can unplug an output")
+        argv = ["swaymsg", "-s", str(self.outer[1]), f'[title=" - {output}$"] kill']
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+        if done.returncode != 0:
+            raise DesktopError(f"cannot unplug {output}: {done.stdout}{done.stderr}")
+        wait_for(lambda: output not in self.outputs(), f"{output} gone")
+
+    def outputs(self) -> list[str]:
+        """The names of sway's outputs."""
+        return [o["name"] for o in json.loads(self.swaymsg("-t", "get_outputs", raw=True))]
+
     def start_compositor(self) -> None:
-        """sway on this desktop's runtime folder (again), and the virtual keyboard."""
+        """sway on this desktop's runtime folder (again), and the virtual keyboard; when
+        nested, inside an outer headless sway (started once)."""
         config = self.root / "sway.conf"
-        config.write_text(_SWAY_CONFIG)
+        config.write_text(
+            _SWAY_CONFIG.replace("HEADLESS-1", "WL-1") if self.nested else _SWAY_CONFIG
+        )
         config.chmod(0o644)  # read by the user sway runs as, whatever this process's umask
-        env = self.env | {
-            "WLR_BACKENDS": "headless",
-            "WLR_RENDERER": "pixman",
-            "WLR_LIBINPUT_NO_DEVICES": "1",
-        }
+        env = self.env | {"WLR_RENDERER": "pixman", "WLR_LIBINPUT_NO_DEVICES": "1"}
         env.pop("WAYLAND_DISPLAY", None)
         env.pop("SWAYSOCK", None)
+        env["WLR_BACKENDS"] = "headless"
+        if self.nested:
+            if self.outer is None:
+                outer_config = self.root / "outer.conf"
+                outer_config.write_text(_OUTER_CONFIG)
+                outer_config.chmod(0o644)
+                outer = self._spawn("sway-outer", ["sway", "-c", str(outer_config)], env=env)
+                self.outer = self._sockets("sway-outer", *outer, set())
+            env |= {"WLR_BACKENDS": "wayland", "WAYLAND_DISPLAY": self.outer[0].name}
         process, log = self._spawn("sway", ["sway", "-c", str(config)], env=env)
-
-        def sockets() -> tuple[Path, Path] | None:
-            if process.poll() is not None:
-                raise self._failure("sway", process, log, "exited early")
-            ipc = list(self.run_dir.glob(f"sway-ipc.*.{process.pid}.sock"))
-            shown = [p for p in self.run_dir.glob("wayland-*") if not p.name.endswith(".lock")]
-            return (shown[0], ipc[0]) if ipc and shown else None
-
-        found = wait_for(sockets, "sway's sockets", START_TIMEOUT_S)
-        assert found is not None
-        wayland, ipc = found
+        wayland, ipc = self._sockets("sway", process, log, {self.outer[0]} if self.outer else set())
         for link, target in ((self.wayland_link, wayland), (self.sway_link, ipc)):
             link.unlink(missing_ok=True)
             link.symlink_to(target)
@@ -412,6 +452,26 @@ class SwayDesktop(UserDesktop):
         # GTK takes keyboard focus (and so sends AT-SPI focus events) only on a seat with
         # a keyboard: wtype's virtual keyboard, kept alive by a long sleep.
         self._spawn("wtype", ["wtype", "-s", "100000000"])
+
+    def _sockets(
+        self, name: str, process: subprocess.Popen[bytes], log: Path, taken: set[Path]
+    ) -> tuple[Path, Path]:
+        """The Wayland and IPC sockets ``process`` (a sway) made, once both are there."""
+
+        def sockets() -> tuple[Path, Path] | None:
+            if process.poll() is not None:
+                raise self._failure(name, process, log, "exited early")
+            ipc = list(self.run_dir.glob(f"sway-ipc.*.{process.pid}.sock"))
+            shown = [
+                p
+                for p in self.run_dir.glob("wayland-*")
+                if not p.name.endswith(".lock") and p not in taken
+            ]
+            return (shown[0], ipc[0]) if ipc and shown else None
+
+        found = wait_for(sockets, f"{name}'s sockets", START_TIMEOUT_S)
+        assert found is not None
+        return found
 
     def _answers(self) -> bool:
         try:
@@ -445,9 +505,11 @@ def test_user() -> tuple[int, int]:
 
 
 @contextlib.contextmanager
-def sway_desktop() -> Iterator[SwayDesktop]:
-    """Start the sway desktop (see the module docstring), yield it, and stop all of it."""
+def sway_desktop(*, nested: bool = False) -> Iterator[SwayDesktop]:
+    """Start the sway desktop (see the module docstring), yield it, and stop all of it;
+    ``nested``: inside another sway, so that outputs can be unplugged."""
     desk = prepared(SwayDesktop, missing_packages(), {"XDG_CURRENT_DESKTOP": "sway"})
+    desk.nested = nested
     try:
         desk._start_bus()
         desk._start_accessibility()

@@ -1,6 +1,10 @@
 """The capture backends side by side: X11 (Xvfb + openbox) and wlroots (headless sway).
 
     cd /work/main && .venv/bin/python -m bench.backends [--frames 60] [--idle 30]
+        [--rss-frames 5000] [--quick]
+
+``--quick`` (20 frames, 10 s idle, RSS over 500 frames) checks that the script runs; the
+committed result is of the defaults.
 
 For each backend, on its own private desktop (``backscroll.desktop``, and
 ``backscroll.wayland_desktop`` with sway and its windows run by an unprivileged user), one
@@ -13,6 +17,13 @@ zenity --text-info window of prose, focused, with a foot or xterm terminal besid
   bare grab (``backends.screen.grab``) is timed alone beside it;
 - **idle CPU**: ``backscroll start`` on the unchanged screen, its CPU over ``--idle`` seconds
   once its first frame is stored (target <= 1 % of a core on every backend);
+- **resident memory over ``--rss-frames`` (5,000) frames**: ``backscroll start`` with
+  ``config --poll 0.2 --min-interval 0`` and four zenity windows of documents (AT-SPI text,
+  no OCR: frames are cheap), focused in turn every 0.12 s (xdotool on X11, swaymsg on sway)
+  until that many frames are stored; VmRSS (``bench.daemon.memory``) at 100, 500, every
+  1,000 and the last frame. Target, as ``bench.daemon``'s: RSS at 5,000 <= 1.2 x RSS at 500
+  (the ratio to 100 frames is printed beside it). The timed parts above run first, for both
+  backends, so that this long part shares the machine with nothing of the run's own;
 - on sway, **OCR at scale 1 and 2**: a foot terminal of real words, its window region grabbed
   with the output at scale 1, then 2 (the same text drawn with twice the pixels), read by
   Tesseract as the daemon reads it: the share of the distinct words found, and the OCR time.
@@ -31,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +51,7 @@ from backscroll.wayland_desktop import sway_desktop
 from bench._corpus import cpu_model
 from bench._proc import cpu_seconds
 from bench._stats import percentile
+from bench.daemon import Running, documents, memory
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results" / "backends.txt"
@@ -73,6 +85,66 @@ def wayland_desktop() -> Iterator[tuple[dict[str, str], Any]]:
         desk.focus(notes)
         time.sleep(1.0)  # GTK's first redraws
         yield desk.daemon_env, desk
+
+
+@contextlib.contextmanager
+def x11_switching() -> Iterator[tuple[dict[str, str], Callable[[int], None]]]:
+    """The four document windows on X11, and a function that focuses the n-th (mod 4)."""
+    with headless_desktop() as desk:
+        windows = [desk.open_zenity_text(text, title) for title, text in documents()]
+        time.sleep(1.0)  # GTK takes the focus a moment after it maps
+        desk.settle()
+
+        def focus(n: int) -> None:
+            desk.activate(windows[n % len(windows)].window_id)
+
+        yield {**desk.env}, focus
+
+
+@contextlib.contextmanager
+def wayland_switching() -> Iterator[tuple[dict[str, str], Callable[[int], None]]]:
+    with sway_desktop() as desk:
+        windows = [desk.open_zenity_text(text, title) for title, text in documents()]
+        time.sleep(1.0)
+
+        def focus(n: int) -> None:
+            desk.swaymsg(f"[con_id={windows[n % len(windows)].window_id}] focus")
+
+        yield desk.daemon_env, focus
+
+
+SWITCH_SECONDS = 0.12  # under the 0.2 s poll, as bench.daemon: every poll sees another title
+STALL_SECONDS = 60.0  # no new frame for this long while the windows keep switching: stuck
+
+
+def rss_growth(
+    env: dict[str, str], focus: Callable[[int], None], frames: int
+) -> tuple[dict[int, int], float]:
+    """VmRSS (kB) of the daemon at each mark up to ``frames`` stored frames, and the
+    seconds it took."""
+    marks = sorted(m for m in {100, 500, *range(1000, frames + 1, 1000), frames} if m <= frames)
+    with tempfile.TemporaryDirectory(prefix="bench-backends-") as folder:
+        daemon = Running(env, Path(folder), "--poll", "0.2", "--min-interval", "0")
+        try:
+            pid = daemon.start()
+            started = time.monotonic()
+            rss: dict[int, int] = {}
+            switches, progress = 0, (0, started)
+            while len(rss) < len(marks):
+                focus(switches)
+                switches += 1
+                time.sleep(SWITCH_SECONDS)
+                stored, now = daemon.frames(), time.monotonic()
+                if stored > progress[0]:
+                    progress = (stored, now)
+                elif now - progress[1] > STALL_SECONDS:
+                    raise SystemExit(f"no new frame for {STALL_SECONDS:.0f} s after {stored}")
+                for mark in marks:
+                    if stored >= mark and mark not in rss:
+                        rss[mark] = memory(pid)["VmRSS"]
+            return rss, time.monotonic() - started
+        finally:
+            daemon.stop()
 
 
 def frame_costs(env: dict[str, str], frames: int) -> tuple[list[float], list[float]]:
@@ -203,28 +275,54 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=60)
     parser.add_argument("--idle", type=float, default=30.0)
+    parser.add_argument("--rss-frames", type=int, default=5000)
+    parser.add_argument("--quick", action="store_true", help="a short run, not for results")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.frames, args.idle, args.rss_frames = 20, 10.0, 500
     out: list[str] = []
     say(f"# bench.backends, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", out)
     say(f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}", out)
+    say(f"code: {_commit()}", out)
     say(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", out)
-    say(f"command: python -m bench.backends --frames {args.frames} --idle {args.idle:g}", out)
+    say(
+        f"command: python -m bench.backends --frames {args.frames} --idle {args.idle:g} "
+        f"--rss-frames {args.rss_frames}",
+        out,
+    )
     say("", out)
     say(
         "backend   frame w/o OCR p50 / p90 ms   bare grab p50 / p90 ms   idle CPU   frames idle",
         out,
     )
     rows: dict[str, tuple[float, float]] = {}
+    idle: dict[str, float] = {}
     for name, desktop in (("x11", x11_desktop), ("wlroots", wayland_desktop)):
         with desktop() as (env, _desk):
             whole, bare = frame_costs(env, args.frames)
-            percent, extra = idle_cpu(env, args.idle)
+            idle[name], extra = idle_cpu(env, args.idle)
         p50, p90 = percentile(whole, 0.5), percentile(whole, 0.9)
         rows[name] = (p50, p90)
         say(
             f"{name:<9} {p50:>10.1f} / {p90:<10.1f}        "
             f"{percentile(bare, 0.5):>7.1f} / {percentile(bare, 0.9):<7.1f}        "
-            f"{percent:>5.2f} %   {extra}",
+            f"{idle[name]:>5.2f} %   {extra}",
+            out,
+        )
+    say("", out)
+    say(f"Resident memory (VmRSS, MB) of the daemon over {args.rss_frames:,} frames:", out)
+    growth: dict[str, float] = {}
+    for name, switching in (("x11", x11_switching), ("wlroots", wayland_switching)):
+        with switching() as (env, focus):
+            rss, seconds = rss_growth(env, focus, args.rss_frames)
+        last = max(rss)
+        low = 500 if 500 in rss and last > 500 else min(rss)
+        growth[name] = rss[last] / rss[low]
+        say(
+            f"  {name:<9} "
+            + "  ".join(f"{mark:,}: {kb / 1024:.1f}" for mark, kb in rss.items())
+            + f"  ({last:,} frames in {seconds:.0f} s); at {last:,} / at {low:,} = "
+            f"{growth[name]:.3f}, / at 100 = {rss[last] / rss[min(rss)]:.3f}",
             out,
         )
     say("", out)
@@ -232,12 +330,30 @@ def main(argv: list[str] | None = None) -> int:
     with sway_desktop() as desk:
         for line in ocr_at_scales(desk):
             say(f"  {line}", out)
-    ratio = rows["wlroots"][0] / rows["x11"][0]
     say("", out)
+    for name in rows:
+        say(
+            f"RESULT {name}: frame w/o OCR p50 {rows[name][0]:.1f} ms, p90 {rows[name][1]:.1f} "
+            f"ms; idle CPU {idle[name]:.2f} % of a core (target <= 1 %); RSS growth "
+            f"{growth[name]:.3f}x (target <= 1.2x)",
+            out,
+        )
+    ratio = rows["wlroots"][0] / rows["x11"][0]
     say(f"RESULT sway frame p50 is {ratio:.2f}x the X11 frame p50 in the same run", out)
     say(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", out)
-    RESULTS.write_text("\n".join(out) + "\n")
+    if not args.quick:
+        RESULTS.write_text("\n".join(out) + "\n")
     return 0
+
+
+def _commit() -> str:
+    done = subprocess.run(
+        ["git", "-C", str(REPO), "describe", "--always", "--dirty"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() or "unknown"
 
 
 if __name__ == "__main__":

@@ -140,12 +140,14 @@ def rss_by_mapping(pid: int, home: Path) -> dict[str, int]:
 
 
 class Running:
-    """``python -m backscroll start`` on the desktop, with its home and log file."""
+    """``python -m backscroll start`` on a desktop whose environment is ``env`` (X11's
+    ``desk.env``, or a sway desktop's ``daemon_env``), with its home and log file."""
 
-    def __init__(self, desk: Desktop, folder: Path, *config: str) -> None:
+    def __init__(self, env: dict[str, str], folder: Path, *config: str) -> None:
         self.home = folder / "home"
         self.log = folder / "daemon.log"
-        self.env = {**os.environ, **desk.env, "BACKSCROLL_HOME": str(self.home)}
+        caller = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+        self.env = {**caller, **env, "BACKSCROLL_HOME": str(self.home)}
         self.process: subprocess.Popen[bytes] | None = None
         if config:
             self.cli("config", *config)
@@ -217,7 +219,7 @@ class Running:
 @contextlib.contextmanager
 def daemon_on(desk: Desktop, *config: str) -> Iterator[Running]:
     with tempfile.TemporaryDirectory(prefix="bench-daemon-") as folder:
-        running = Running(desk, Path(folder), *config)
+        running = Running(desk.env, Path(folder), *config)
         try:
             yield running
         finally:

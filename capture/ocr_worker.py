@@ -331,14 +331,15 @@ class Reader:
         keys = [self._key(gray, run, scale) for run in runs]
         new = [n for n, key in enumerate(keys) if key not in self.known]
         if 2 * len(new) > len(keys):
-            self._read_whole(gray, runs, keys, scale)
+            fresh = self._read_whole(gray, runs, keys, scale)
         else:
-            for n in new:
-                self.known[keys[n]] = self._read_line(gray, runs[n], scale)
+            fresh = {keys[n]: self._read_line(gray, runs[n], scale) for n in new}
+            self.known.update(fresh)
         texts = []
         for key in keys:
-            self.known.move_to_end(key)
-            texts.append(self.known[key])
+            if key in self.known:
+                self.known.move_to_end(key)
+            texts.append(fresh[key] if key in fresh else self.known[key])
         while len(self.known) > KNOWN_LINES:
             self.known.popitem(last=False)
         return ocr.tidy("\n".join(text for text in texts if text))
@@ -351,27 +352,46 @@ class Reader:
 
     def _read_whole(
         self, gray: Image, runs: list[tuple[int, int]], keys: list[bytes], scale: int
-    ) -> None:
+    ) -> dict[bytes, str]:
+        """Each run's text (by key) of one read of the whole region; remembered only for
+        runs that Tesseract read as a line of their own. A line it joined to the next run
+        (a text line and the cursor below it) is given to one of them for this frame, but
+        neither run's pixels alone hold what the other got: remembered, a cursor alone in a
+        new, empty terminal read as the line it was once joined to, and that line, scrolled
+        up, read as nothing."""
         from tesserocr import RIL, iterate_level
 
         self.api.SetImage(ocr.upscale(gray) if scale > 1 else gray)
         self.api.Recognize()
         found: list[list[str]] = [[] for _ in runs]
+        joined: set[int] = set()
         iterator = self.api.GetIterator()
         for line in iterate_level(iterator, RIL.TEXTLINE):
             box = line.BoundingBox(RIL.TEXTLINE)
-            text = line.GetUTF8Text(RIL.TEXTLINE)
+            try:
+                text = line.GetUTF8Text(RIL.TEXTLINE)
+            except RuntimeError:  # tesserocr's "No text returned": a line of no text
+                continue
             if box is None or not text.strip():
                 continue
             top, bottom = box[1] / scale, box[3] / scale
             overlaps = [min(bottom, b) - max(top, t) for t, b in runs]
             best = max(range(len(runs)), key=overlaps.__getitem__)
             found[best].append(text.strip())
-        for key, texts in zip(keys, found, strict=True):
+            # The runs it covers half of: a box merely touching the next line, as the tall
+            # glyphs of a bitmap font make it, is still a line of its own.
+            covered = {n for n, (t, b) in enumerate(runs) if 2 * overlaps[n] >= b - t}
+            if covered - {best}:
+                joined |= covered | {best}
+        fresh: dict[bytes, str] = {}
+        for n, (key, texts) in enumerate(zip(keys, found, strict=True)):
             # Lines alike share one key: when Tesseract joins the last of them to a cursor
             # below it and gives the text to the cursor's run, the others keep theirs.
-            if texts or key not in self.known:
+            if texts or (key not in fresh and key not in self.known):
+                fresh[key] = "\n".join(texts)
+            if n not in joined and (texts or key not in self.known):
                 self.known[key] = "\n".join(texts)
+        return fresh
 
     def _read_line(self, gray: Image, run: tuple[int, int], scale: int) -> str:
         from PIL import ImageOps
@@ -380,7 +400,10 @@ class Reader:
         band = gray.crop((0, top, gray.width, bottom))
         band = ocr.upscale(band) if scale > 1 else band
         self.api.SetImage(ImageOps.expand(band, border=LINE_BORDER, fill=255))
-        text: str = self.api.GetUTF8Text()
+        try:
+            text: str = self.api.GetUTF8Text()
+        except RuntimeError:  # tesserocr's "No text returned": a band of no text (a cursor)
+            return ""
         return "\n".join(line.strip() for line in text.splitlines() if line.strip())
 
 

@@ -14,10 +14,14 @@
   the visible windows beside it (masked when denied) share one id space. Elsewhere the
   window's rectangle is its whole output and no other window can be masked: ``capabilities``
   says so for ``status``.
-- **Pixels**: ``zwlr_screencopy_manager_v1.capture_output`` of the output holding the
-  window's centre into a shared-memory buffer (kept between frames), converted by Pillow in
-  C. The image has the output's pixels (a scale-2 output gives twice the logical size), and
-  ``Monitor.scale`` maps logical coordinates onto it.
+- **Pixels**: ``zwlr_screencopy_manager_v1.capture_output`` of the output that shows the
+  window (``capture.screen.frame_for``) into a shared-memory buffer (one per size, kept
+  between frames), converted by Pillow in C. The image has the output's pixels (a scale-2
+  output gives twice the logical size), and ``Monitor.scale`` maps logical coordinates onto
+  it. A window across outputs is captured whole: each output it spans is copied and pasted
+  at its place in their bounding rectangle (index 0), at the finest scale among them; what
+  no output shows stays black. Outputs come and go with the registry's events, read at
+  every probe and grab.
 
 The connection is not thread-safe: one lock serialises the probe loop and the worker. A
 compositor that goes away raises ``CaptureError``; the daemon reconnects.
@@ -26,6 +30,7 @@ compositor that goes away raises ``CaptureError``; the daemon reconnects.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import mmap
 import os
@@ -35,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from base.errors import CaptureError
+from capture import screen
 from capture.probe import Frontmost, Geometry, VisibleWindow
 from capture.screen import Monitor
 
@@ -53,6 +59,9 @@ _HANDLE_IDS = 1 << 40
 _RAW_MODES = {0: "BGRA", 1: "BGRX", 0x34324241: "RGBA", 0x34324258: "RGBX"}
 _FLAG_Y_INVERT = 1
 _WAIT_S = 5.0  # a screencopy that has not answered by then is not coming
+# Shared-memory buffers kept, one per size of output: more sizes than this are outputs that
+# came and went, whose buffers are let go, oldest first.
+_BUFFERS_KEPT = 4
 
 
 @dataclass
@@ -122,7 +131,7 @@ class WlrootsProbe:
         self._toplevels: dict[Any, _Toplevel] = {}
         self._numbers = 0
         self._outputs: dict[int, _Output] = {}  # by registry name
-        self._shm_cache: _Shm | None = None
+        self._buffers: dict[tuple[int, int, int, int], _Shm] = {}
         self._gone = False
         try:
             self._display = Display(display)
@@ -186,9 +195,9 @@ class WlrootsProbe:
 
     def close(self) -> None:
         with self._lock:
-            if self._shm_cache is not None:
-                self._shm_cache.close()
-                self._shm_cache = None
+            for buffer in self._buffers.values():
+                buffer.close()
+            self._buffers.clear()
             with contextlib.suppress(Exception):
                 self._display.disconnect()
             # pywayland keeps every registry in a class-level table (see ``_new``).
@@ -243,24 +252,53 @@ class WlrootsProbe:
     # ------------------------------------------------------------------ pixels
 
     def grab(self, geometry: Geometry | None) -> tuple[Image, Monitor]:
-        """The output holding ``geometry``'s centre (the first output when None), as RGB."""
+        """What ``capture.screen.frame_for`` chooses for ``geometry`` (the first output when
+        None), as RGB: one output, or the outputs a window spans pasted side by side."""
         from PIL import Image
 
         with self._lock:
             self._roundtrip()
-            output = self._output_for(geometry)
-            index = 1 + sorted(self._outputs.values(), key=lambda o: (o.x, o.y)).index(output)
-            shm, flags = self._copy(output)
-            width, height, stride, fmt = shm.size
-            # Decoded (copied) out of the shared buffer, which the next grab overwrites.
-            memory: Any = shm.memory
-            image = Image.frombuffer(
-                "RGB", (width, height), memory, "raw", _RAW_MODES[fmt], stride, 1
+            outputs = sorted(
+                (o for o in self._outputs.values() if o.width and o.height),
+                key=lambda o: (o.x, o.y),
             )
+            monitors = [
+                Monitor(n, o.x, o.y, o.width, o.height) for n, o in enumerate(outputs, start=1)
+            ]
+            frame = screen.frame_for(monitors, geometry)
+            wanted = [
+                o
+                for o, m in zip(outputs, monitors, strict=True)
+                if m.index == frame.index or (frame.index == 0 and min(screen.shared(m, frame)) > 0)
+            ]
+            copies = [(output, self._image(output)) for output in wanted]
+        if frame.index:
+            ((output, image),) = copies
+            scale = image.width / output.width
+            return image, dataclasses.replace(frame, scale=scale)
+        scale = max(image.width / output.width for output, image in copies)
+        canvas = Image.new("RGB", (round(frame.width * scale), round(frame.height * scale)))
+        for output, image in copies:
+            size = (round(output.width * scale), round(output.height * scale))
+            # An output at a coarser scale than the finest is enlarged to it: its text was
+            # drawn with fewer pixels, and stays so.
+            resized = image if image.size == size else image.resize(size)
+            left, top = (output.x - frame.left) * scale, (output.y - frame.top) * scale
+            canvas.paste(resized, (round(left), round(top)))
+        return canvas, Monitor(0, frame.left, frame.top, frame.width, frame.height, scale)
+
+    def _image(self, output: _Output) -> Image:
+        """One screencopy of ``output``, decoded (copied) out of the shared buffer, which
+        the next copy of that size overwrites."""
+        from PIL import Image
+
+        shm, flags = self._copy(output)
+        width, height, stride, fmt = shm.size
+        memory: Any = shm.memory
+        image = Image.frombuffer("RGB", (width, height), memory, "raw", _RAW_MODES[fmt], stride, 1)
         if flags & _FLAG_Y_INVERT:
             image = image.transpose(Image.Transpose.FLIP_TOP_BOTTOM)
-        scale = width / output.width if output.width else 1.0
-        return image, Monitor(index, output.x, output.y, output.width, output.height, scale)
+        return image
 
     def _copy(self, output: _Output) -> tuple[_Shm, int]:
         manager = self._globals["zwlr_screencopy_manager_v1"]
@@ -291,11 +329,11 @@ class WlrootsProbe:
             frame.destroy()
 
     def _shm(self, size: tuple[int, int, int, int]) -> _Shm:
-        if self._shm_cache is not None and self._shm_cache.size == size:
-            return self._shm_cache
-        if self._shm_cache is not None:
-            self._shm_cache.close()
-            self._shm_cache = None
+        cached = self._buffers.get(size)
+        if cached is not None:
+            return cached
+        while len(self._buffers) >= _BUFFERS_KEPT:
+            self._buffers.pop(next(iter(self._buffers))).close()
         width, height, stride, fmt = size
         length = stride * height
         fd = os.memfd_create("backscroll-screencopy", os.MFD_CLOEXEC)
@@ -307,8 +345,8 @@ class WlrootsProbe:
             raise
         pool = self._globals["wl_shm"].create_pool(fd, length)
         buffer = pool.create_buffer(0, width, height, stride, fmt)
-        self._shm_cache = _Shm(size, fd, memory, pool, buffer)
-        return self._shm_cache
+        self._buffers[size] = _Shm(size, fd, memory, pool, buffer)
+        return self._buffers[size]
 
     # --------------------------------------------------------------- outputs
 
@@ -330,24 +368,6 @@ class WlrootsProbe:
         xdg.dispatcher["logical_position"] = position
         xdg.dispatcher["logical_size"] = size
         xdg.dispatcher["name"] = name
-
-    def _output_for(self, geometry: Geometry | None) -> _Output:
-        outputs = [o for o in self._outputs.values() if o.width and o.height]
-        if not outputs:
-            raise CaptureError("the Wayland compositor has no output to copy")
-        if geometry is None:
-            return self._first_output()
-        x, y = geometry.center
-        for output in outputs:
-            if output.x <= x < output.x + output.width and output.y <= y < output.y + output.height:
-                return output
-
-        def overlap(o: _Output) -> int:
-            w = min(o.x + o.width, geometry.x + geometry.width) - max(o.x, geometry.x)
-            h = min(o.y + o.height, geometry.y + geometry.height) - max(o.y, geometry.y)
-            return max(0, w) * max(0, h)
-
-        return max(outputs, key=overlap)
 
     def _first_output(self) -> _Output:
         outputs = sorted(

@@ -71,7 +71,8 @@ class FrameCaptured(Event, frozen=True, tag="frame"):
     signature: bytes = b""
     """A small grayscale picture of the screen, for duplicate suppression."""
     monitor: tuple[int, int, int, int, int] | None = None
-    """(index, left, top, width, height) of the monitor the frame was taken from."""
+    """(index, left, top, width, height) of the monitor the frame was taken from; index 0:
+    the rectangle holding the several monitors a window spanned."""
     url: Annotated[str, msgspec.Meta(max_length=MAX_URL)] = ""
     """The address of the page a browser showed (redacted like the title); "" elsewhere."""
 

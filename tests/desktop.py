@@ -97,9 +97,12 @@ class Desktop(_base.Desktop):
 
 
 @contextlib.contextmanager
-def headless_desktop(*, keyring: bool = False) -> Iterator[Desktop]:
-    """Start the desktop (and the keyring when ``keyring``), yield it, and stop all of it."""
-    with _base.headless_desktop(Desktop) as desk:
+def headless_desktop(
+    *, keyring: bool = False, size: tuple[int, int] = (WIDTH, HEIGHT)
+) -> Iterator[Desktop]:
+    """Start the desktop (and the keyring when ``keyring``), yield it, and stop all of it;
+    ``size`` is the X screen's (``Desktop.set_monitors`` cuts it into monitors)."""
+    with _base.headless_desktop(Desktop, size=size) as desk:
         if keyring:
             desk.start_keyring()
         yield desk

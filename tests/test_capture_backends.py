@@ -376,6 +376,38 @@ def test_difference_scale() -> None:
     assert screen.difference(blank, b"\0" * 10) == 1.0
 
 
+def test_a_window_s_frame_is_its_monitor_or_the_monitors_it_spans() -> None:
+    left, right = screen.Monitor(1, 0, 0, 1920, 1080), screen.Monitor(2, 1920, 0, 1280, 1024)
+    monitors = [left, right]
+    assert screen.frame_for(monitors, None) == left
+    assert screen.frame_for(monitors, Geometry(2000, 40, 800, 600)) == right
+    # A border's worth on the other monitor does not widen the frame.
+    edge = screen.MIN_SHARED_PX - 1
+    assert screen.frame_for(monitors, Geometry(1920 - edge, 40, 800, 600)) == right
+    span = screen.frame_for(monitors, Geometry(1400, 300, 1100, 700))
+    assert span == screen.Monitor(0, 0, 0, 3200, 1080)
+    # Mostly off every monitor: the one sharing the most of it; wholly off: none.
+    assert screen.frame_for(monitors, Geometry(3190, 40, 400, 400)) == right
+    with pytest.raises(CaptureError, match="on no monitor"):
+        screen.frame_for(monitors, Geometry(3300, 40, 400, 400))
+    scaled = screen.Monitor(2, 1920, 0, 960, 540, scale=2.0)
+    assert screen.frame_for([left, scaled], Geometry(1800, 0, 400, 400)).scale == 2.0
+    with pytest.raises(CaptureError, match="no monitor"):
+        screen.frame_for([], None)
+
+
+def test_what_no_monitor_shows_is_painted_black_in_a_spanning_frame() -> None:
+    left, right = screen.Monitor(1, 0, 0, 40, 30), screen.Monitor(2, 40, 0, 20, 20)
+    frame = screen.Monitor(0, 0, 0, 60, 30)
+    image = Image.new("RGB", (frame.width, frame.height), "white")
+    screen.black_outside(image, frame, [left, right])
+    assert image.getpixel((50, 25)) == (0, 0, 0)  # below the smaller monitor
+    assert image.getpixel((50, 19)) == image.getpixel((39, 29)) == (255, 255, 255)
+    tiled = Image.new("RGB", (60, 20), "white")
+    screen.black_outside(tiled, screen.Monitor(0, 0, 0, 60, 20), [left, right])
+    assert tiled.getextrema() == ((255, 255),) * 3
+
+
 @pytest.mark.desktop
 def test_thumbnail_is_a_small_jpeg(desk: Desktop) -> None:
     desk.open_zenity_text(PARAGRAPH, title="notes")

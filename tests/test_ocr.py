@@ -123,6 +123,27 @@ def test_a_desktop_is_read_panel_by_panel_each_dark_on_light(engine: WorkerOcr) 
     assert not set(words(engine.text(desk))) >= LONG_WORDS
 
 
+def terminal(lines: list[str]) -> Image.Image:
+    """A terminal's region: ``lines``, then the block cursor on the next line."""
+    font = ImageFont.truetype(str(TERMINAL_FONT), 15)
+    image = Image.new("RGB", (1084, 688), "white")
+    draw = ImageDraw.Draw(image)
+    for n, line in enumerate(lines):
+        draw.text((2, 2 + 19 * n), line, font=font, fill="black")
+    cursor = 2 + 19 * len(lines)
+    draw.rectangle((2, cursor, 10, cursor + 17), fill="black")
+    return image
+
+
+def test_a_cursor_keeps_no_text_of_a_line_it_was_read_with(engine: WorkerOcr) -> None:
+    # Tesseract joins the last of the lines to the cursor below it; a new terminal, empty
+    # but for its cursor, then read as that line (found by tests/test_monitors.py), or
+    # failed the frame when Tesseract found no text in it ("No text returned").
+    assert "wombat" in engine.text(terminal(["wombat burrow report"] * 4))
+    assert "wombat" not in engine.text(terminal([]))
+    assert "zanzibar" in engine.text(terminal(["zanzibar ferry"] * 4))
+
+
 def test_a_worker_killed_between_frames_costs_no_frame(
     engine: WorkerOcr, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -347,10 +368,11 @@ def test_after_a_scroll_the_new_lines_read_alone_find_the_words_a_full_read_find
     def long_words(text: str) -> set[str]:
         return {w for w in words(text) if len(w) >= 4 and w.isalpha()}
 
-    # The words on screen that each read found are the same (OCR's misreadings of a line
-    # read alone may differ from those of a line read in its block).
+    # Reading only the new lines loses no word on screen that a whole read finds. (A line
+    # Tesseract joined to the next in the first read is read again alone, and may find a
+    # word the block read missed: on the default font "recommended".)
     on_screen = long_words("\n".join(shown[8:]))
-    assert on_screen & long_words(band_wise) == on_screen & long_words(whole)
+    assert on_screen & long_words(whole) <= long_words(band_wise)
     assert len(on_screen & long_words(whole)) >= 0.98 * len(on_screen)
     # What was read changed with the scroll: the new lines are in.
     assert long_words("\n".join(shown[39:])) <= long_words(band_wise)
