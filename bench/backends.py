@@ -1,4 +1,5 @@
-"""The capture backends side by side: X11 (Xvfb + openbox) and wlroots (headless sway).
+"""The capture backends side by side: X11 (Xvfb + openbox), wlroots (headless sway) and
+GNOME (headless GNOME Shell).
 
     cd /work/main && .venv/bin/python -m bench.backends [--frames 60] [--idle 30]
         [--rss-frames 5000] [--quick]
@@ -6,9 +7,11 @@
 ``--quick`` (20 frames, 10 s idle, RSS over 500 frames) checks that the script runs; the
 committed result is of the defaults.
 
-For each backend, on its own private desktop (``backscroll.desktop``, and
-``backscroll.wayland_desktop`` with sway and its windows run by an unprivileged user), one
-zenity --text-info window of prose, focused, with a foot or xterm terminal beside it:
+For each backend, on its own private desktop (``backscroll.desktop``,
+``backscroll.wayland_desktop`` with sway and its windows run by an unprivileged user, and
+``backscroll.gnome_desktop`` likewise), one zenity --text-info window of prose, focused,
+with a foot or xterm terminal beside it (on GNOME, the zenity window alone: the frame is
+the whole desktop whatever else it shows):
 
 - **a frame without OCR**: the daemon's own ``Daemon._capture`` (grab of the window's
   monitor, the visible windows for the deny-list black-out, signature, AT-SPI text,
@@ -19,7 +22,8 @@ zenity --text-info window of prose, focused, with a foot or xterm terminal besid
   once its first frame is stored (target <= 1 % of a core on every backend);
 - **resident memory over ``--rss-frames`` (5,000) frames**: ``backscroll start`` with
   ``config --poll 0.2 --min-interval 0`` and four zenity windows of documents (AT-SPI text,
-  no OCR: frames are cheap), focused in turn every 0.12 s (xdotool on X11, swaymsg on sway)
+  no OCR: frames are cheap), focused in turn every 0.12 s (xdotool on X11, swaymsg on sway,
+  Alt+Tab on GNOME, which swaps the two most recent)
   until that many frames are stored; VmRSS (``bench.daemon.memory``) at 100, 500, every
   1,000 and the last frame. Target, as ``bench.daemon``'s: RSS at 5,000 <= 1.2 x RSS at 500
   (the ratio to 100 frames is printed beside it). The timed parts above run first, for both
@@ -28,8 +32,8 @@ zenity --text-info window of prose, focused, with a foot or xterm terminal besid
   with the output at scale 1, then 2 (the same text drawn with twice the pixels), read by
   Tesseract as the daemon reads it: the share of the distinct words found, and the OCR time.
 
-The two backends run in the same process one after the other, so the X11 rows are the
-baseline of the sway rows. Writes ``bench/results/backends.txt``.
+The backends run in the same process one after the other, so the X11 rows are the baseline
+of the sway and GNOME rows. Writes ``bench/results/backends.txt``.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from backscroll.desktop import headless_desktop, wait_for
+from backscroll.gnome_desktop import ALT, TAB, gnome_desktop
 from backscroll.wayland_desktop import sway_desktop
 from bench._corpus import cpu_model
 from bench._proc import cpu_seconds
@@ -88,6 +93,16 @@ def wayland_desktop() -> Iterator[tuple[dict[str, str], Any]]:
 
 
 @contextlib.contextmanager
+def gnome() -> Iterator[tuple[dict[str, str], Any]]:
+    with gnome_desktop() as desk:
+        # pipewiresrc in this process (``frame_costs``) finds the desktop's PipeWire.
+        os.environ["PIPEWIRE_RUNTIME_DIR"] = str(desk.run_dir)
+        desk.open_zenity_text(PROSE, "notes")
+        time.sleep(1.0)  # GTK's first redraws
+        yield desk.daemon_env, desk
+
+
+@contextlib.contextmanager
 def x11_switching() -> Iterator[tuple[dict[str, str], Callable[[int], None]]]:
     """The four document windows on X11, and a function that focuses the n-th (mod 4)."""
     with headless_desktop() as desk:
@@ -109,6 +124,18 @@ def wayland_switching() -> Iterator[tuple[dict[str, str], Callable[[int], None]]
 
         def focus(n: int) -> None:
             desk.swaymsg(f"[con_id={windows[n % len(windows)].window_id}] focus")
+
+        yield desk.daemon_env, focus
+
+
+@contextlib.contextmanager
+def gnome_switching() -> Iterator[tuple[dict[str, str], Callable[[int], None]]]:
+    with gnome_desktop() as desk:
+        for title, text in documents():
+            desk.open_zenity_text(text, title)
+
+        def focus(_n: int) -> None:
+            desk.press(ALT, TAB)
 
         yield desk.daemon_env, focus
 
@@ -297,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows: dict[str, tuple[float, float]] = {}
     idle: dict[str, float] = {}
-    for name, desktop in (("x11", x11_desktop), ("wlroots", wayland_desktop)):
+    for name, desktop in (("x11", x11_desktop), ("wlroots", wayland_desktop), ("gnome", gnome)):
         with desktop() as (env, _desk):
             whole, bare = frame_costs(env, args.frames)
             idle[name], extra = idle_cpu(env, args.idle)
@@ -312,7 +339,11 @@ def main(argv: list[str] | None = None) -> int:
     say("", out)
     say(f"Resident memory (VmRSS, MB) of the daemon over {args.rss_frames:,} frames:", out)
     growth: dict[str, float] = {}
-    for name, switching in (("x11", x11_switching), ("wlroots", wayland_switching)):
+    for name, switching in (
+        ("x11", x11_switching),
+        ("wlroots", wayland_switching),
+        ("gnome", gnome_switching),
+    ):
         with switching() as (env, focus):
             rss, seconds = rss_growth(env, focus, args.rss_frames)
         last = max(rss)
@@ -338,8 +369,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{growth[name]:.3f}x (target <= 1.2x)",
             out,
         )
-    ratio = rows["wlroots"][0] / rows["x11"][0]
-    say(f"RESULT sway frame p50 is {ratio:.2f}x the X11 frame p50 in the same run", out)
+    for name, shown in (("wlroots", "sway"), ("gnome", "GNOME")):
+        ratio = rows[name][0] / rows["x11"][0]
+        say(f"RESULT {shown} frame p50 is {ratio:.2f}x the X11 frame p50 in the same run", out)
     say(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", out)
     if not args.quick:
         RESULTS.write_text("\n".join(out) + "\n")
