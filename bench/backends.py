@@ -93,10 +93,20 @@ def wayland_desktop() -> Iterator[tuple[dict[str, str], Any]]:
 
 
 @contextlib.contextmanager
-def gnome() -> Iterator[tuple[dict[str, str], Any]]:
+def gnome_desktop_here() -> Iterator[Any]:
+    """A GNOME desktop whose PipeWire pipewiresrc finds, in this process (``frame_costs``)
+    and in the daemons it starts, for as long as the desktop runs."""
     with gnome_desktop() as desk:
-        # pipewiresrc in this process (``frame_costs``) finds the desktop's PipeWire.
         os.environ["PIPEWIRE_RUNTIME_DIR"] = str(desk.run_dir)
+        try:
+            yield desk
+        finally:
+            del os.environ["PIPEWIRE_RUNTIME_DIR"]
+
+
+@contextlib.contextmanager
+def gnome() -> Iterator[tuple[dict[str, str], Any]]:
+    with gnome_desktop_here() as desk:
         desk.open_zenity_text(PROSE, "notes")
         time.sleep(1.0)  # GTK's first redraws
         yield desk.daemon_env, desk
@@ -130,7 +140,7 @@ def wayland_switching() -> Iterator[tuple[dict[str, str], Callable[[int], None]]
 
 @contextlib.contextmanager
 def gnome_switching() -> Iterator[tuple[dict[str, str], Callable[[int], None]]]:
-    with gnome_desktop() as desk:
+    with gnome_desktop_here() as desk:
         for title, text in documents():
             desk.open_zenity_text(text, title)
 
