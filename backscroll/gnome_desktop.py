@@ -201,6 +201,7 @@ class GnomeDesktop(UserDesktop):
     packages: ClassVar[dict[str, str]] = PACKAGES
     kind: ClassVar[str] = "GNOME"
 
+    monitors: tuple[str, ...] = (f"{WIDTH}x{HEIGHT}",)  # gnome-shell's virtual monitors
     _bus: _Bus | None = None
     _keyboard: str = ""  # the remote desktop session's object path
     _screen: ScreenCast | None = None
@@ -392,7 +393,9 @@ class GnomeDesktop(UserDesktop):
                 os.chown(folder, self.uid, self.gid)
             settings.write_text(_SETTINGS)
             os.chown(settings, self.uid, self.gid)
-        argv = ["gnome-shell", "--headless", "--virtual-monitor", f"{WIDTH}x{HEIGHT}"]
+        argv = ["gnome-shell", "--headless"]
+        for size in self.monitors:
+            argv += ["--virtual-monitor", size]
         process, log = self._spawn("gnome-shell", [*argv, "--wayland", "--no-x11"])
         names = ("org.gnome.Shell", "org.gnome.Mutter.ScreenCast", "org.gnome.Mutter.RemoteDesktop")
         bus = self._connected()
@@ -450,10 +453,12 @@ async def _accessible_name(bus: MessageBus, name: str, path: str) -> str:
 
 
 @contextlib.contextmanager
-def gnome_desktop() -> Iterator[GnomeDesktop]:
-    """Start the GNOME desktop (see the module docstring), yield it, and stop all of it."""
+def gnome_desktop(monitors: Sequence[str] = (f"{WIDTH}x{HEIGHT}",)) -> Iterator[GnomeDesktop]:
+    """Start the GNOME desktop (see the module docstring) with a virtual monitor of each
+    size in ``monitors`` (left to right), yield it, and stop all of it."""
     session = {"XDG_CURRENT_DESKTOP": "GNOME", "GSETTINGS_BACKEND": "keyfile"}
     desk = prepared(GnomeDesktop, missing_packages(), session)
+    desk.monitors = tuple(monitors)
     try:
         desk._start_bus("system")
         desk._start_bus()

@@ -161,3 +161,23 @@ def test_the_shell_going_away_pauses_capture_and_it_resumes_when_it_comes_back(
     daemon.stop()
     assert daemon.cli("verify").strip().endswith("healthy")
     assert "Traceback" not in daemon.log.read_text()
+
+
+def test_two_monitors_make_one_frame_of_the_whole_desktop(backscroll_home: Path) -> None:
+    from PIL import Image
+
+    with gnome_desktop(monitors=("1920x1080", "1280x1024")) as desk:
+        daemon = Daemon(desk, backscroll_home)
+        try:
+            daemon.cli(*FAST)
+            daemon.start()
+            desk.open_zenity_text("a wombat on the first monitor " * 3, "wombat")
+            hit = wait_for(lambda: [f for f in daemon.frames() if f.title == "wombat"], "a frame")
+            with MemoryStore(daemon.home) as store:
+                jpeg = store.thumbnail(hit[0])
+            assert jpeg is not None
+            # Both monitors side by side (3200x1080, the second one shorter), thumbnailed at
+            # the configured width.
+            assert Image.open(BytesIO(jpeg)).size == (480, 162)
+        finally:
+            daemon.close()
