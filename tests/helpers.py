@@ -90,6 +90,13 @@ class DaemonProcess:
         self.process: subprocess.Popen[bytes] | None = None
         self.log = home.parent / "daemon.log"
 
+    @classmethod
+    def of(cls, desktop_env: dict[str, str], home: Path) -> DaemonProcess:
+        """The daemon of a desktop run by the test user (sway, GNOME): the caller's
+        environment without its own display, and the desktop's ``daemon_env``."""
+        own = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+        return cls(own | desktop_env, home)
+
     def cli(self, *args: str) -> str:
         done = subprocess.run(
             [sys.executable, "-m", "backscroll", *args],

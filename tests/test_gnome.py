@@ -8,7 +8,6 @@ installs them.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from io import BytesIO
 from pathlib import Path
@@ -32,14 +31,6 @@ from tests.residue import files_containing
 pytestmark = needs(missing_packages(), "GNOME")
 
 
-class Daemon(DaemonProcess):
-    """``backscroll start`` as a process of the caller against the GNOME desktop."""
-
-    def __init__(self, desk: GnomeDesktop, home: Path) -> None:
-        env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-        super().__init__(env | desk.daemon_env, home)
-
-
 @pytest.fixture(scope="module")
 def gnome() -> Iterator[GnomeDesktop]:
     with gnome_desktop() as desk:
@@ -47,8 +38,8 @@ def gnome() -> Iterator[GnomeDesktop]:
 
 
 @pytest.fixture
-def daemon(gnome: GnomeDesktop, backscroll_home: Path) -> Iterator[Daemon]:
-    running = Daemon(gnome, backscroll_home)
+def daemon(gnome: GnomeDesktop, backscroll_home: Path) -> Iterator[DaemonProcess]:
+    running = DaemonProcess.of(gnome.daemon_env, backscroll_home)
     running.cli(*FAST)
     yield running
     running.close()
@@ -56,7 +47,7 @@ def daemon(gnome: GnomeDesktop, backscroll_home: Path) -> Iterator[Daemon]:
 
 
 def test_ocr_and_accessibility_text_and_status_names_the_gnome_backend(
-    gnome: GnomeDesktop, daemon: Daemon
+    gnome: GnomeDesktop, daemon: DaemonProcess
 ) -> None:
     daemon.start()
     gnome.open_image_text(["db: connect ECONNREFUSED 127.0.0.1:5432"] * 3, "server log")
@@ -78,7 +69,7 @@ def test_ocr_and_accessibility_text_and_status_names_the_gnome_backend(
 
 
 def test_a_switch_between_two_windows_with_the_same_app_and_title_is_captured(
-    gnome: GnomeDesktop, daemon: Daemon
+    gnome: GnomeDesktop, daemon: DaemonProcess
 ) -> None:
     first = gnome.open_zenity_text("marmoset deployment finished " * 4, "bash")
     daemon.start()
@@ -95,7 +86,7 @@ def test_a_switch_between_two_windows_with_the_same_app_and_title_is_captured(
 
 
 def test_a_denied_window_is_never_captured_and_blacks_out_the_desktop_while_open(
-    gnome: GnomeDesktop, daemon: Daemon
+    gnome: GnomeDesktop, daemon: DaemonProcess
 ) -> None:
     from PIL import Image
 
@@ -115,7 +106,7 @@ def test_a_denied_window_is_never_captured_and_blacks_out_the_desktop_while_open
     assert files_containing(daemon.home, "vaultsecretword") == []
 
 
-def test_a_secret_on_screen_is_stored_redacted(gnome: GnomeDesktop, daemon: Daemon) -> None:
+def test_a_secret_on_screen_is_stored_redacted(gnome: GnomeDesktop, daemon: DaemonProcess) -> None:
     daemon.cli("config", "--encrypt-text", "on")
     daemon.start()
     gnome.open_zenity_text("\n".join(SECRET_LINES), "shell")
@@ -123,7 +114,7 @@ def test_a_secret_on_screen_is_stored_redacted(gnome: GnomeDesktop, daemon: Daem
 
 
 def test_a_window_closed_mid_capture_costs_nothing_and_capture_goes_on(
-    gnome: GnomeDesktop, daemon: Daemon
+    gnome: GnomeDesktop, daemon: DaemonProcess
 ) -> None:
     gnome.open_zenity_text("a window that stays " * 4, "stays")
     daemon.start()
@@ -139,7 +130,7 @@ def test_a_window_closed_mid_capture_costs_nothing_and_capture_goes_on(
 
 
 def test_the_shell_going_away_pauses_capture_and_it_resumes_when_it_comes_back(
-    gnome: GnomeDesktop, daemon: Daemon
+    gnome: GnomeDesktop, daemon: DaemonProcess
 ) -> None:
     gnome.open_zenity_text("before the shell went away " * 3, "before")
     daemon.start()
@@ -167,7 +158,7 @@ def test_two_monitors_make_one_frame_of_the_whole_desktop(backscroll_home: Path)
     from PIL import Image
 
     with gnome_desktop(monitors=("1920x1080", "1280x1024")) as desk:
-        daemon = Daemon(desk, backscroll_home)
+        daemon = DaemonProcess.of(desk.daemon_env, backscroll_home)
         try:
             daemon.cli(*FAST)
             daemon.start()

@@ -8,7 +8,6 @@ a missing package fails instead, as ``make install`` installs them.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from io import BytesIO
 from pathlib import Path
@@ -33,14 +32,6 @@ from tests.residue import files_containing
 pytestmark = needs(missing_packages(), "sway")
 
 
-class Daemon(DaemonProcess):
-    """``backscroll start`` as a process of the caller against the sway desktop."""
-
-    def __init__(self, desk: SwayDesktop, home: Path) -> None:
-        env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-        super().__init__(env | desk.daemon_env, home)
-
-
 @pytest.fixture(scope="module")
 def sway() -> Iterator[SwayDesktop]:
     with sway_desktop() as desk:
@@ -48,8 +39,8 @@ def sway() -> Iterator[SwayDesktop]:
 
 
 @pytest.fixture
-def daemon(sway: SwayDesktop, backscroll_home: Path) -> Iterator[Daemon]:
-    running = Daemon(sway, backscroll_home)
+def daemon(sway: SwayDesktop, backscroll_home: Path) -> Iterator[DaemonProcess]:
+    running = DaemonProcess.of(sway.daemon_env, backscroll_home)
     running.cli(*FAST)
     yield running
     running.close()
@@ -57,7 +48,7 @@ def daemon(sway: SwayDesktop, backscroll_home: Path) -> Iterator[Daemon]:
 
 
 def test_ocr_and_accessibility_text_and_status_names_the_wayland_backend(
-    sway: SwayDesktop, daemon: Daemon
+    sway: SwayDesktop, daemon: DaemonProcess
 ) -> None:
     term = sway.open_foot(["db: connect ECONNREFUSED 127.0.0.1:5432"] * 3, "server log")
     gtk = sway.open_zenity_text(
@@ -85,7 +76,7 @@ def test_ocr_and_accessibility_text_and_status_names_the_wayland_backend(
 
 
 def test_a_switch_between_two_windows_with_the_same_app_and_title_is_captured(
-    sway: SwayDesktop, daemon: Daemon
+    sway: SwayDesktop, daemon: DaemonProcess
 ) -> None:
     first = sway.open_foot(["marmoset deployment finished"] * 8, "bash")
     second = sway.open_foot(["quetzal migration failed"] * 8, "bash")
@@ -102,7 +93,7 @@ def test_a_switch_between_two_windows_with_the_same_app_and_title_is_captured(
 
 
 def test_a_denied_window_is_never_captured_and_is_blacked_out_beside_another(
-    sway: SwayDesktop, daemon: Daemon
+    sway: SwayDesktop, daemon: DaemonProcess
 ) -> None:
     vault = sway.open_foot(["vaultsecretword"] * 30, "KeePassXC - vault")
     sway.focus(vault)
@@ -132,7 +123,7 @@ def test_a_denied_window_is_never_captured_and_is_blacked_out_beside_another(
     assert files_containing(daemon.home, "vaultsecretword") == []
 
 
-def test_a_secret_on_screen_is_stored_redacted(sway: SwayDesktop, daemon: Daemon) -> None:
+def test_a_secret_on_screen_is_stored_redacted(sway: SwayDesktop, daemon: DaemonProcess) -> None:
     daemon.cli("config", "--encrypt-text", "on")
     term = sway.open_foot(SECRET_LINES, "shell")
     sway.focus(term)
@@ -141,7 +132,7 @@ def test_a_secret_on_screen_is_stored_redacted(sway: SwayDesktop, daemon: Daemon
 
 
 def test_a_window_closed_mid_capture_costs_nothing_and_capture_goes_on(
-    sway: SwayDesktop, daemon: Daemon
+    sway: SwayDesktop, daemon: DaemonProcess
 ) -> None:
     keep = sway.open_foot(["a window that stays"] * 4, "stays")
     sway.focus(keep)
@@ -161,7 +152,7 @@ def test_a_window_closed_mid_capture_costs_nothing_and_capture_goes_on(
 
 
 def test_a_monitor_added_while_the_daemon_runs_and_a_window_on_it_is_grabbed_alone(
-    sway: SwayDesktop, daemon: Daemon
+    sway: SwayDesktop, daemon: DaemonProcess
 ) -> None:
     from PIL import Image
 
@@ -235,7 +226,7 @@ def _second_output(sway: SwayDesktop) -> str:
     return second
 
 
-def _captured(daemon: Daemon) -> dict[str, Any]:
+def _captured(daemon: DaemonProcess) -> dict[str, Any]:
     """The last frame event of each window title."""
     from eventlog.events import FrameCaptured
 
@@ -243,7 +234,9 @@ def _captured(daemon: Daemon) -> dict[str, Any]:
         return {e.title: e for _, e in store.log.read() if isinstance(e, FrameCaptured)}
 
 
-def test_a_window_across_two_outputs_is_captured_whole(sway: SwayDesktop, daemon: Daemon) -> None:
+def test_a_window_across_two_outputs_is_captured_whole(
+    sway: SwayDesktop, daemon: DaemonProcess
+) -> None:
     from PIL import Image
 
     _second_output(sway)
@@ -320,7 +313,7 @@ def test_an_output_unplugged_and_another_plugged_while_the_daemon_runs(
     # sway 1.7 cannot unplug a headless output (no ``output … unplug``; ``disable`` fails to
     # commit on the headless backend): this sway runs nested, its outputs windows of another.
     with sway_desktop(nested=True) as desk:
-        daemon = Daemon(desk, backscroll_home)
+        daemon = DaemonProcess.of(desk.daemon_env, backscroll_home)
         try:
             daemon.cli(*FAST)
             desk.swaymsg("create_output")
@@ -361,7 +354,7 @@ def test_the_compositor_going_away_pauses_capture_and_it_resumes_when_it_comes_b
     backscroll_home: Path,
 ) -> None:
     with sway_desktop() as desk:
-        daemon = Daemon(desk, backscroll_home)
+        daemon = DaemonProcess.of(desk.daemon_env, backscroll_home)
         try:
             daemon.cli(*FAST)
             before = desk.open_foot(["before the compositor went away"] * 3, "before")
