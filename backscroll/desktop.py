@@ -819,22 +819,12 @@ async def ask(
     body: Sequence[Any] = (),
 ) -> list[Any]:
     """One D-Bus method call on the connected ``bus``; its reply body."""
-    from dbus_fast import Message, MessageType
+    from capture.ax import CallError, call
 
-    reply = await bus.call(
-        Message(
-            destination=destination,
-            path=path,
-            interface=interface,
-            member=member,
-            signature=signature,
-            body=list(body),
-        )
-    )
-    assert reply is not None
-    if reply.message_type == MessageType.ERROR:
-        raise DesktopError(f"{destination} {member}: {reply.error_name} {reply.body}")
-    return list(reply.body)
+    try:
+        return await call(bus, destination, path, interface, member, signature, body)
+    except CallError as exc:
+        raise DesktopError(f"{destination} {member}: {exc.name}") from None
 
 
 def accessibility_enabled(bus_address: str) -> str:

@@ -111,7 +111,9 @@ class _Unavailable(Exception):
     """No accessibility bus to read from."""
 
 
-class _CallError(Exception):
+class CallError(Exception):
+    """A D-Bus call answered with an error (``name``), or not at all."""
+
     def __init__(self, name: str) -> None:
         super().__init__(name)
         self.name = name
@@ -192,7 +194,7 @@ class AxReader:
             except TimeoutError:
                 work.cancel()
                 log.debug("AT-SPI read of %s did not stop in time", what)
-            except _CallError as exc:  # the registry did not answer; the bus is fine
+            except CallError as exc:  # the registry did not answer; the bus is fine
                 log.debug("AT-SPI registry failed: %s", exc.name)
             except Exception as exc:  # the connection broke: reconnect on the next read
                 log.debug("AT-SPI read of %s failed: %s", what, type(exc).__name__)
@@ -256,10 +258,10 @@ class AxReader:
         except Exception as exc:
             raise _Unavailable(f"session bus unreachable ({type(exc).__name__})") from None
         try:
-            body = await _call(
+            body = await call(
                 session, "org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress"
             )
-        except _CallError as exc:
+        except CallError as exc:
             raise _Unavailable(f"org.a11y.Bus does not answer ({exc.name})") from None
         finally:
             session.disconnect()
@@ -282,10 +284,10 @@ class AxReader:
     async def _still_active(self, window: AxWindow, found: list[AxWindow]) -> None:
         bus = await self._connect()
         try:
-            (state,) = await _call(bus, *window.ref, ACCESSIBLE, "GetState")
+            (state,) = await call(bus, *window.ref, ACCESSIBLE, "GetState")
             if _has_state(state, STATE_ACTIVE):
                 found.append(window._replace(title=await _name(bus, window.ref)))
-        except _CallError as exc:  # closed since
+        except CallError as exc:  # closed since
             log.debug("AT-SPI window of %s is gone: %s", window.app, exc.name)
 
     async def _windows(self, found: list[AxWindow]) -> None:
@@ -300,7 +302,7 @@ class AxReader:
                     return
                 app_name = await _name(bus, (app, ROOT_PATH))
                 titles = await asyncio.gather(*(_name(bus, ref) for ref, _s in showing))
-            except _CallError as exc:  # the app quit or hung up mid-read; the bus is fine
+            except CallError as exc:  # the app quit or hung up mid-read; the bus is fine
                 log.debug("AT-SPI app %s failed: %s", app, exc.name)
                 return
             for (ref, state), title in zip(showing, titles, strict=True):
@@ -314,7 +316,7 @@ class AxReader:
             name = await _name(bus, window)
             try:
                 document = await _document(bus, window)
-            except _CallError as exc:
+            except CallError as exc:
                 if exc.name not in _UNKNOWN:
                     raise
                 document = None  # no Collection (Qt): no web document either
@@ -328,7 +330,7 @@ class AxReader:
                 # A browser's page, not its chrome (tab strip, toolbar, address bar).
                 root = await _document(bus, window) or window
                 texts, names = await _collection_nodes(bus, root)
-            except _CallError as exc:
+            except CallError as exc:
                 if exc.name not in _UNKNOWN:
                     raise
                 texts, names = await _walked_nodes(bus, window)
@@ -349,7 +351,7 @@ class AxReader:
                     continue
                 await read(bus, window)
                 return
-            except _CallError as exc:  # the app quit or hung up mid-read; the bus is fine
+            except CallError as exc:  # the app quit or hung up mid-read; the bus is fine
                 log.debug("AT-SPI app of pid %d failed: %s", pid, exc.name)
 
     async def _apps_of(self, bus: MessageBus, pid: int) -> list[str]:
@@ -360,7 +362,7 @@ class AxReader:
         """Bus names of the accessible applications; their pids are then in ``_pids``."""
         apps = [
             name
-            for name, _path in (await _call(bus, REGISTRY, ROOT_PATH, ACCESSIBLE, "GetChildren"))[0]
+            for name, _path in (await call(bus, REGISTRY, ROOT_PATH, ACCESSIBLE, "GetChildren"))[0]
         ]
         unknown = [name for name in apps if name not in self._pids]
         owners = await asyncio.gather(*(_pid_of(bus, name) for name in unknown))
@@ -370,7 +372,7 @@ class AxReader:
         return apps
 
 
-async def _call(
+async def call(
     bus: MessageBus,
     destination: str,
     path: str,
@@ -379,6 +381,7 @@ async def _call(
     signature: str = "",
     body: Sequence[Any] = (),
 ) -> list[Any]:
+    """One D-Bus method call on the connected ``bus``: its reply body, or ``CallError``."""
     from dbus_fast import Message, MessageType
 
     message = Message(
@@ -391,15 +394,15 @@ async def _call(
     )
     reply = await bus.call(message)
     if reply is None:
-        raise _CallError("no reply")
+        raise CallError("no reply")
     if reply.message_type == MessageType.ERROR:
-        raise _CallError(reply.error_name or "error")
+        raise CallError(reply.error_name or "error")
     return list(reply.body)
 
 
 async def _pid_of(bus: MessageBus, name: str) -> int:
     try:
-        body = await _call(
+        body = await call(
             bus,
             "org.freedesktop.DBus",
             "/org/freedesktop/DBus",
@@ -408,7 +411,7 @@ async def _pid_of(bus: MessageBus, name: str) -> int:
             "s",
             [name],
         )
-    except _CallError:
+    except CallError:
         return 0  # gone since the registry listed it
     return int(body[0])
 
@@ -420,9 +423,9 @@ def _has_state(states: Sequence[int], state: int) -> bool:
 
 async def _window_states(bus: MessageBus, app: str) -> list[tuple[Ref, list[int]]]:
     """``app``'s top-level windows, each with its state set."""
-    children = (await _call(bus, app, ROOT_PATH, ACCESSIBLE, "GetChildren"))[0]
+    children = (await call(bus, app, ROOT_PATH, ACCESSIBLE, "GetChildren"))[0]
     states = await asyncio.gather(
-        *(_call(bus, name, path, ACCESSIBLE, "GetState") for name, path in children)
+        *(call(bus, name, path, ACCESSIBLE, "GetState") for name, path in children)
     )
     return [((name, path), state) for (name, path), (state,) in zip(children, states, strict=True)]
 
@@ -448,7 +451,7 @@ async def _document(bus: MessageBus, window: Ref) -> Ref | None:
 
 
 async def _name(bus: MessageBus, ref: Ref) -> str:
-    reply = await _call(
+    reply = await call(
         bus, *ref, "org.freedesktop.DBus.Properties", "Get", "ss", [ACCESSIBLE, "Name"]
     )
     value = reply[0].value
@@ -459,8 +462,8 @@ async def _address(bus: MessageBus, page: Ref) -> str:
     """A web document's address: Firefox names the attribute ``DocURL``, Chromium ``URI``."""
     for name in ("DocURL", "URI"):
         try:
-            value = (await _call(bus, *page, DOCUMENT, "GetAttributeValue", "s", [name]))[0]
-        except _CallError:
+            value = (await call(bus, *page, DOCUMENT, "GetAttributeValue", "s", [name]))[0]
+        except CallError:
             continue
         if isinstance(value, str) and value:
             return value.strip()
@@ -495,7 +498,7 @@ def _rule(
 async def _matches(
     bus: MessageBus, window: Ref, rule: list[Any], count: int = MAX_NODES
 ) -> list[Ref]:
-    body = await _call(
+    body = await call(
         bus,
         window[0],
         window[1],
@@ -551,11 +554,11 @@ async def _describe(bus: MessageBus, ref: Ref) -> tuple[int, list[int], list[str
     try:
         role, states, interfaces, children = await asyncio.gather(
             *(
-                _call(bus, ref[0], ref[1], ACCESSIBLE, member)
+                call(bus, ref[0], ref[1], ACCESSIBLE, member)
                 for member in ("GetRole", "GetState", "GetInterfaces", "GetChildren")
             )
         )
-    except _CallError:
+    except CallError:
         return 0, [], [], []  # destroyed while we looked
     kids = [(name, path) for name, path in children[0]]
     return int(role[0]), list(states[0]), list(interfaces[0]), kids
@@ -569,7 +572,7 @@ async def _read_texts(bus: MessageBus, refs: list[Ref], max_chars: int, parts: l
         batch = refs[start : start + BATCH]
         replies = await asyncio.gather(
             # -1: to the end. Firefox answers "" to an end offset past the text's length.
-            *(_call(bus, name, path, TEXT, "GetText", "ii", [0, -1]) for name, path in batch),
+            *(call(bus, name, path, TEXT, "GetText", "ii", [0, -1]) for name, path in batch),
             return_exceptions=True,
         )
         for reply in replies:
@@ -586,7 +589,7 @@ async def _read_names(bus: MessageBus, refs: list[Ref], max_chars: int, parts: l
         return
     replies = await asyncio.gather(
         *(
-            _call(
+            call(
                 bus,
                 name,
                 path,
@@ -647,12 +650,12 @@ def set_accessibility_enabled(
         try:
             props = ("org.a11y.Bus", "/org/a11y/bus", "org.freedesktop.DBus.Properties")
             try:
-                before = await _call(bus, *props, "Get", "ss", [STATUS, "IsEnabled"])
+                before = await call(bus, *props, "Get", "ss", [STATUS, "IsEnabled"])
                 if bool(before[0].value) != enabled:
-                    await _call(
+                    await call(
                         bus, *props, "Set", "ssv", [STATUS, "IsEnabled", Variant("b", enabled)]
                     )
-            except _CallError as exc:
+            except CallError as exc:
                 log.debug("org.a11y.Status unavailable: %s", exc.name)
                 return None
             return bool(before[0].value)

@@ -260,22 +260,13 @@ class ScreenCast:
     async def _call(
         self, destination: str, path: str, interface: str, member: str, sig: str = "", *body: Any
     ) -> list[Any]:
-        from dbus_fast import Message, MessageType
+        from capture.ax import CallError, call
 
         bus = await self._connect()
-        message = Message(
-            destination=destination,
-            path=path,
-            interface=interface,
-            member=member,
-            signature=sig,
-            body=list(body),
-        )
-        reply = await bus.call(message)
-        if reply is None or reply.message_type == MessageType.ERROR:
-            name = reply.error_name if reply is not None else "no reply"
-            raise CaptureError(f"GNOME Shell refused {member} ({name})")
-        return list(reply.body)
+        try:
+            return await call(bus, destination, path, interface, member, sig, body)
+        except CallError as exc:
+            raise CaptureError(f"GNOME Shell refused {member} ({exc.name})") from None
 
     async def _layout(self) -> tuple[int, Geometry]:
         """DisplayConfig's serial and the logical monitors' bounding box."""

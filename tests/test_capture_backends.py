@@ -121,7 +121,7 @@ def test_accessibility_walks_the_tree_when_collection_is_missing_and_stops_on_ti
     assert pid is not None
 
     async def no_collection(*_args: object) -> None:  # as a Qt application answers
-        raise ax._CallError("org.freedesktop.DBus.Error.UnknownMethod")
+        raise ax.CallError("org.freedesktop.DBus.Error.UnknownMethod")
 
     with monkeypatch.context() as patch:
         patch.setattr(ax, "_collection_nodes", no_collection)
