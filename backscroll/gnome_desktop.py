@@ -45,6 +45,7 @@ import time
 from collections.abc import Coroutine, Iterator, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from backscroll.desktop import (
@@ -54,6 +55,7 @@ from backscroll.desktop import (
     START_TIMEOUT_S,
     TERMINAL_FONT,
     ask,
+    marked_processes,
     wait_for,
 )
 from backscroll.desktop import missing_packages as desktop_packages_missing
@@ -82,6 +84,8 @@ PACKAGES = {
     "/usr/libexec/at-spi-bus-launcher": "at-spi2-core",
     # Debian's interpreter with its GTK bindings draws ``open_image_text``'s window.
     "/usr/bin/python3": "python3-gi",
+    "Xwayland": "xwayland",
+    "xterm": "xterm",
 }
 # What no binary stands for: (glob, package).
 _LIBRARIES = (
@@ -202,6 +206,7 @@ class GnomeDesktop(UserDesktop):
     kind: ClassVar[str] = "GNOME"
 
     monitors: tuple[str, ...] = (f"{WIDTH}x{HEIGHT}",)  # gnome-shell's virtual monitors
+    xwayland: bool = False  # whether gnome-shell starts XWayland, for X clients
     _bus: _Bus | None = None
     _keyboard: str = ""  # the remote desktop session's object path
     _screen: ScreenCast | None = None
@@ -222,9 +227,39 @@ class GnomeDesktop(UserDesktop):
             "XDG_RUNTIME_DIR": str(self.run_dir),  # PipeWire's socket, pipewire-0, is there
             "DBUS_SESSION_BUS_ADDRESS": self.bus_address,
             "AT_SPI_BUS_ADDRESS": self.env.get("AT_SPI_BUS_ADDRESS", ""),
+            **(self.x_display() if self.xwayland else {}),
         }
 
+    def x_display(self) -> dict[str, str]:
+        """DISPLAY and XAUTHORITY of the XWayland that gnome-shell started (it carries this
+        desktop's marker, as gnome-shell's child)."""
+
+        def find() -> dict[str, str] | None:
+            for pid in marked_processes(self.token):
+                try:
+                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+                except OSError:
+                    continue
+                if Path(argv[0]).name == "Xwayland" and "-auth" in argv:
+                    return {"DISPLAY": argv[1], "XAUTHORITY": argv[argv.index("-auth") + 1]}
+            return None
+
+        found = wait_for(find, "XWayland", START_TIMEOUT_S)
+        assert found is not None
+        return found
+
     # ---------------------------------------------------------------- windows
+
+    def open_xterm(self, lines: Sequence[str], title: str) -> WaylandWindow:
+        """An xterm (an X client, through XWayland) showing ``lines``; it publishes nothing
+        on AT-SPI, so X11 alone says it is in front."""
+        path = self._private_file("xterm-", "text.txt", "\n".join(lines) + "\n")
+        argv = ["xterm", "-T", title, "-fa", "DejaVu Sans Mono", "-fs", "11"]
+        argv += ["-bg", "white", "-fg", "black", "-e", f"cat {path}; exec sleep 100000"]
+        process, _log = self._spawn("xterm", argv, env=self.env | self.x_display())
+        window = WaylandWindow("xterm", process.pid, process, title)
+        self.windows.append(window)
+        return window
 
     def open_zenity_text(self, text: str, title: str) -> WaylandWindow:
         """A GTK ``zenity --text-info`` window showing ``text`` (its text is on AT-SPI);
@@ -396,7 +431,8 @@ class GnomeDesktop(UserDesktop):
         argv = ["gnome-shell", "--headless"]
         for size in self.monitors:
             argv += ["--virtual-monitor", size]
-        process, log = self._spawn("gnome-shell", [*argv, "--wayland", "--no-x11"])
+        argv += ["--wayland"] if self.xwayland else ["--wayland", "--no-x11"]
+        process, log = self._spawn("gnome-shell", argv)
         names = ("org.gnome.Shell", "org.gnome.Mutter.ScreenCast", "org.gnome.Mutter.RemoteDesktop")
         bus = self._connected()
 
@@ -453,12 +489,15 @@ async def _accessible_name(bus: MessageBus, name: str, path: str) -> str:
 
 
 @contextlib.contextmanager
-def gnome_desktop(monitors: Sequence[str] = (f"{WIDTH}x{HEIGHT}",)) -> Iterator[GnomeDesktop]:
+def gnome_desktop(
+    monitors: Sequence[str] = (f"{WIDTH}x{HEIGHT}",), *, xwayland: bool = False
+) -> Iterator[GnomeDesktop]:
     """Start the GNOME desktop (see the module docstring) with a virtual monitor of each
-    size in ``monitors`` (left to right), yield it, and stop all of it."""
+    size in ``monitors`` (left to right), and XWayland when ``xwayland``; yield it, and stop
+    all of it."""
     session = {"XDG_CURRENT_DESKTOP": "GNOME", "GSETTINGS_BACKEND": "keyfile"}
     desk = prepared(GnomeDesktop, missing_packages(), session)
-    desk.monitors = tuple(monitors)
+    desk.monitors, desk.xwayland = tuple(monitors), xwayland
     try:
         desk._start_bus("system")
         desk._start_bus()

@@ -102,16 +102,18 @@ class GnomeShell:
             window = next((w for w in self._ax.windows() if w.active), None)
         self._last = window
         if window is None:
-            return None
+            return self._x11.frontmost() if self._x11 else None
         return Frontmost(
             window.app, window.title, window.pid or None, self._id(window), self.desktop
         )
 
     def visible_windows(self) -> list[VisibleWindow]:
-        """Every SHOWING window, each where it might be: anywhere on the desktop."""
-        return [
+        """Every SHOWING window, each where it might be: anywhere on the desktop; and the
+        XWayland windows where X11 says they are."""
+        seen = [
             VisibleWindow(self._id(w), w.app, w.title, self.desktop) for w in self._ax.windows()
         ]
+        return seen + (self._x11.visible_windows() if self._x11 else [])
 
     def grab(self, geometry: Geometry | None) -> tuple[Image, Monitor]:
         """The whole desktop (``geometry`` is always within it)."""

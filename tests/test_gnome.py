@@ -172,3 +172,21 @@ def test_two_monitors_make_one_frame_of_the_whole_desktop(backscroll_home: Path)
             assert Image.open(BytesIO(jpeg)).size == (480, 162)
         finally:
             daemon.close()
+
+
+def test_an_xwayland_window_is_read_through_x11_with_its_rectangle(backscroll_home: Path) -> None:
+    with gnome_desktop(xwayland=True) as desk:
+        daemon = DaemonProcess.of(desk.daemon_env, backscroll_home)
+        try:
+            daemon.cli(*FAST)
+            daemon.start()
+            desk.open_xterm(["tapir migration ECONNREFUSED"] * 3, "xterm log")
+            hit = wait_for(
+                lambda: [f for f in daemon.frames() if f.title == "xterm log"], "the xterm's frame"
+            )[0]
+            assert (hit.app, hit.text_source) == ("XTerm", "ocr")
+            with MemoryStore(daemon.home) as store:
+                assert [h.id for h in store.search("tapir migration")] == [hit.id]
+            assert "XWayland windows from X11" in " ".join(daemon.status()["abilities"])
+        finally:
+            daemon.close()
