@@ -40,6 +40,7 @@ import contextlib
 import functools
 import glob
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Coroutine, Iterator, Sequence
@@ -86,6 +87,7 @@ PACKAGES = {
     "/usr/bin/python3": "python3-gi",
     "Xwayland": "xwayland",
     "xterm": "xterm",
+    "xdpyinfo": "x11-utils",
 }
 # What no binary stands for: (glob, package).
 _LIBRARIES = (
@@ -455,6 +457,20 @@ class GnomeDesktop(UserDesktop):
         # showing the overview (GNOME 40 and later), so that is the sign it is ready.
         wait_for(self._overview_active, "gnome-shell's overview", START_TIMEOUT_S)
         self.escape_overview()
+        if self.xwayland:
+            wait_for(self._xwayland_answers, "XWayland", START_TIMEOUT_S)
+
+    def _xwayland_answers(self) -> bool:
+        """Whether XWayland takes X clients yet (it is started after gnome-shell is ready)."""
+        x = self.x_display()
+        done = subprocess.run(
+            ["xdpyinfo", "-display", x["DISPLAY"]],
+            env=os.environ | {"XAUTHORITY": x["XAUTHORITY"]},
+            capture_output=True,
+            timeout=START_TIMEOUT_S,
+            check=False,
+        )
+        return done.returncode == 0
 
     # ------------------------------------------------------------ start / stop
 
