@@ -163,7 +163,8 @@ def panels(image: Image) -> list[Image]:
     gray = image.convert("L")
     cells = gray.reduce(PANEL_CELL)
     width, height = cells.size
-    light = [value >= DARK_MEAN for value in cells.tobytes()]
+    means = cells.tobytes()
+    light = [value >= DARK_MEAN for value in means]
     groups = _regions(light, width, height)
     for members in groups:
         if len(members) < PANEL_MIN_CELLS:
@@ -186,7 +187,7 @@ def panels(image: Image) -> list[Image]:
             inside[cell] = 255
         mask = PILImage.frombytes("L", (width, height), bytes(inside))
         mask = mask.resize((width * PANEL_CELL, height * PANEL_CELL)).crop(box)
-        values = sorted(cells.tobytes()[cell] for cell in members)
+        values = sorted(means[cell] for cell in members)
         background = PILImage.new("L", mask.size, values[len(values) // 2])
         found.append((box[1], box[0], PILImage.composite(gray.crop(box), background, mask)))
     return [panel for _top, _left, panel in sorted(found, key=lambda f: (f[0], f[1]))]
