@@ -1,10 +1,14 @@
-"""The JSON Schemas of the MCP tools' results (``outputSchema``): what ``structuredContent``
-holds, the same JSON the result's text carries.
+"""The JSON Schemas of the MCP tools: their arguments (``inputSchema``) and their results
+(``outputSchema``: what ``structuredContent`` holds, the same JSON the result's text carries).
 
-Each schema is an object whose ``anyOf`` names the shape of each action's answer (keyed by
-``action`` where a tool has several) and of a refusal (``error``: one line). Answers may grow
-fields (objects are open: ``additionalProperties`` is never false), never lose or retype one;
-``tests/test_mcp.py`` validates every tool's answers against these with ``jsonschema``.
+``memory`` and ``memory_manage`` are generated from the answer contract
+(``backscroll/contract.py``): the arguments from the tools' ``Params`` (which take the
+contract's descriptions and limits), the results from the answers of each action and the
+refusal, keyed by ``action``. The three tools of the screen-memory spec are written here.
+Each result schema is an object whose ``anyOf`` names the shape of each answer and of a
+refusal (``error``: one line). Answers may grow fields (objects are open:
+``additionalProperties`` is never false), never lose or retype one; ``tests/test_mcp.py``
+validates every tool's answers against these with ``jsonschema``.
 """
 
 from __future__ import annotations
@@ -41,102 +45,42 @@ def _answers(*shapes: Schema) -> Schema:
     return {"type": "object", "anyOf": [*shapes, refusal]}
 
 
-def _action(
-    name: str, fields: dict[str, Schema], optional: dict[str, Schema] | None = None
-) -> Schema:
-    return _object({"action": {"const": name}, **fields}, optional)
-
-
-SCOPE: dict[str, Schema] = {"start": TIME_OR_NULL, "end": TIME_OR_NULL, "app": STRING_OR_NULL}
-
-FRAME = _object(
-    {
-        "id": INTEGER,
-        "time": TIME,
-        "app": STRING,
-        "title": STRING,
-        "text_source": {"enum": ["ax", "ocr", "none"]},
-        "encrypted": BOOLEAN,
-        "reason": STRING,
-        "thumbnail": BOOLEAN,
-        "thumbnail_encrypted": BOOLEAN,
-    },
-    {"snippet": STRING, "score": NUMBER, "near_miss": BOOLEAN},
-)
-
-MATCH: Schema = {
-    **FRAME,
-    "description": "A moment: its best frame, and every frame of it (oldest first)",
-    "properties": {
-        **FRAME["properties"],
-        "frame_ids": IDS,
-        "seen": {"type": "array", "items": TIME},
-        "first_seen": TIME,
-        "last_seen": TIME,
-    },
-    "required": [*FRAME["required"], "frame_ids", "seen", "first_seen", "last_seen"],
-}
-
-
-@cache
-def _status_fields() -> tuple[dict[str, Schema], list[str]]:
-    """``status``'s fields, from the ``Status`` record that makes them; the daemon is its
-    heartbeat's fields and its state, flattened (``Daemon.to_dict``)."""
+def _generated(*kinds: type) -> Schema:
+    """One object schema whose ``anyOf`` is each of ``kinds`` (msgspec's JSON Schema)."""
     import msgspec
 
-    from backscroll.status import Status
-
-    defs = msgspec.json.schema(Status)["$defs"]
-    record = defs["Status"]
-    fields = dict(record["properties"])
-    fields["daemon"] = _object({"state": defs["Daemon"]["properties"]["state"]})
-    return fields, list(record["required"])
-
-
-def _status() -> Schema:
-    fields, required = _status_fields()
-    return {
-        "type": "object",
-        "properties": {"action": {"const": "status"}, **fields},
-        "required": ["action", *required],
-    }
+    refs, defs = msgspec.json.schema_components(kinds, ref_template="#/$defs/{name}")
+    return {"type": "object", "anyOf": list(refs), "$defs": defs}
 
 
 @cache
 def memory() -> Schema:
-    return _answers(
-        _action(
-            "search",
-            {
-                **SCOPE,
-                "query": STRING,
-                "ids": {**IDS, "description": "Each match's best frame id, best first"},
-                "matches": {"type": "array", "items": MATCH},
-                "why_empty": STRING_OR_NULL,
-            },
-        ),
-        {
-            **FRAME,
-            "properties": {
-                **FRAME["properties"],
-                "action": {"const": "show"},
-                "ids": IDS,
-                "image": BOOLEAN,
-            },
-            "required": ["action", *FRAME["required"], "ids", "image"],
-        },
-        _action(
-            "timeline",
-            {
-                **SCOPE,
-                "ids": IDS,
-                "frames": {"type": "array", "items": FRAME},
-                "groups": INTEGER,
-                "why_empty": STRING_OR_NULL,
-            },
-        ),
-        _status(),
-    )
+    from backscroll.contract import READ_ANSWERS, Refusal
+
+    return _generated(*READ_ANSWERS, Refusal)
+
+
+@cache
+def memory_manage() -> Schema:
+    from backscroll.contract import MANAGE_ANSWERS, Refusal
+
+    return _generated(*MANAGE_ANSWERS, Refusal)
+
+
+def input_schema(tool: str) -> Schema | None:
+    """The ``inputSchema`` of ``memory`` and ``memory_manage``, from their ``Params``; None
+    for the other tools, whose arguments the SDK describes from their signatures."""
+    import msgspec
+
+    from backscroll.tools import MemoryManageTool, MemoryTool
+
+    params = {"memory": MemoryTool.Params, "memory_manage": MemoryManageTool.Params}.get(tool)
+    if params is None:
+        return None
+    schema = msgspec.json.schema(params)
+    body: Schema = schema["$defs"].pop("Params")
+    body.pop("title", None)
+    return {**body, **({"$defs": schema["$defs"]} if schema["$defs"] else {})}
 
 
 @cache
@@ -202,31 +146,6 @@ def screen_memory_recent_segments() -> Schema:
                 "why_empty": STRING_OR_NULL,
             }
         )
-    )
-
-
-@cache
-def memory_manage() -> Schema:
-    return _answers(
-        _action("pause", {"until": TIME_OR_NULL}),
-        _action("resume", {}),
-        _action("deny", {"deny_apps": {"type": "array", "items": STRING}}),
-        _action(
-            "config",
-            {"changed": {"type": "array", "items": STRING}, "config": {"type": "object"}},
-        ),
-        _action("delete", {**SCOPE, "deleted": INTEGER}),
-        _action(
-            "export",
-            {
-                **SCOPE,
-                "path": STRING,
-                "format": {"enum": ["json", "csv", "html"]},
-                "frames": INTEGER,
-                "thumbnails": INTEGER,
-                "approved": {"const": True},
-            },
-        ),
     )
 
 

@@ -37,7 +37,8 @@ from mcp.types import Tool as ToolInfo
 from pydantic import BaseModel, Field, PlainValidator, ValidationError
 from pydantic_core import PydanticCustomError
 
-from backscroll.mcp_schemas import output_schema
+from backscroll.contract import shown_number
+from backscroll.mcp_schemas import input_schema, output_schema
 from backscroll.screen_memory import (
     CONTEXT_MAX_MINUTES,
     CONTEXT_MINUTES,
@@ -50,17 +51,15 @@ from backscroll.screen_memory import (
     status_summary,
 )
 from backscroll.tools import (
-    MAX_FRAME_ID,
-    MAX_LIMIT,
-    MAX_TIMELINE_LIMIT,
+    ManageAction,
     MemoryManageTool,
     MemoryTool,
+    ReadAction,
     ToolResult,
     check_export,
     describe_export,
     error,
     one_line,
-    shown_number,
 )
 from base.errors import BackscrollError
 
@@ -119,9 +118,6 @@ else:
     Text = Annotated[str, PlainValidator(_text_or_none, json_schema_input_type=str | None)]
 
 
-PHRASES = "Time phrase: 2h, yesterday, tuesday, last week, this month, 2026-09-01, …"
-
-
 class BackscrollServer(MCPServer):
     """Arguments that do not fit a tool's schema are reported on one line, like every other
     error, rather than as pydantic's multi-line report. An argument the tool does not take is
@@ -131,7 +127,10 @@ class BackscrollServer(MCPServer):
     async def list_tools(self) -> list[ToolInfo]:
         tools = await super().list_tools()
         for tool in tools:
-            tool.input_schema = {**tool.input_schema, "additionalProperties": False}
+            # ``memory`` and ``memory_manage`` publish their ``Params`` (the contract's
+            # descriptions and limits); the SDK's signature only parses the arguments.
+            published = input_schema(tool.name) or tool.input_schema
+            tool.input_schema = {**published, "additionalProperties": False}
             # Declared here rather than derived from a return annotation: a tool returns the
             # CallToolResult it built (text, images, structured content), and one schema
             # names each action's answer and a refusal (see ``backscroll/mcp_schemas.py``).
@@ -193,30 +192,18 @@ def build_server(
 def _add_memory(server: MCPServer, home: Home) -> None:
     reader = MemoryTool(home)
 
+    # The arguments as the SDK parses them; their descriptions and limits are published
+    # from ``MemoryTool.Params`` (see ``BackscrollServer.list_tools``), which checks them.
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def memory(
-        action: Annotated[Literal["search", "show", "timeline", "status"], _d("What to do")],
-        query: Annotated[
-            Text,
-            _d(
-                "Search terms (search). All terms must match (else matches with a word one "
-                "letter off in OCR'd text, marked fuzzy; else near misses with some, marked "
-                "near_miss); quote phrases; invoice* for prefix"
-            ),
-        ] = None,
-        since: Annotated[Text, _d(f"Start of the window. {PHRASES}")] = None,
-        until: Annotated[Text, _d("End of the window (same formats)")] = None,
-        app: Annotated[
-            Text, _d("Only frames whose app name, window title or page address contains this")
-        ] = None,
-        limit: Annotated[
-            int,
-            _d(f"Max results: search 1..{MAX_LIMIT}, timeline 1..{MAX_TIMELINE_LIMIT}"),
-        ] = 15,
-        id: Annotated[
-            int | None, _d(f"Frame id (show), 0..{MAX_FRAME_ID}, from search or timeline")
-        ] = None,
-        include_image: Annotated[bool, _d("Attach the decrypted thumbnail on show")] = True,
+        action: ReadAction,
+        query: Text = None,
+        since: Text = None,
+        until: Text = None,
+        app: Text = None,
+        limit: int = 15,
+        id: int | None = None,
+        include_image: bool = True,
     ) -> CallToolResult:
         """Recall what was on screen: search (best match first), show one frame in full with
         its thumbnail, a timeline, or the status. Read-only; everything stays local. Leave out
@@ -320,47 +307,33 @@ def _export_approval(allow_export: bool) -> Callable[..., Awaitable[Elicit[Expor
     return approve_export
 
 
-# The manage tool's arguments whose descriptions take several lines, named here so that the
-# tool's signature reads one argument a line.
-ManageAction = Annotated[
-    Literal["pause", "resume", "deny", "config", "delete", "export"], _d("What to do")
-]
-CaptureTrigger = Annotated[Literal["events", "interval"] | None, _d("Capture trigger (config)")]
-ExportPath = Annotated[
-    Text, _d("export: new or empty folder (default ~/Downloads/backscroll-memory-<time>)")
-]
-ExportFormat = Annotated[
-    Literal["json", "csv", "html"],
-    _d("export: frames.json, frames.csv, or a browsable index.html"),
-]
-
-
 def _add_manage(server: MCPServer, home: Home, allow_export: bool) -> None:
     manager = MemoryManageTool(home)
     approve_export = _export_approval(allow_export)
 
+    # Published from ``MemoryManageTool.Params``, as ``memory`` is.
     @server.tool(annotations=DESTRUCTIVE, structured_output=False)
     async def memory_manage(
         action: ManageAction,
         approval: Annotated[ElicitationResult[ExportApproval], Resolve(approve_export)],
-        duration: Annotated[Text, _d("pause length, e.g. 30m, 2h (omit: until resumed)")] = None,
-        deny_add: Annotated[Text, _d("Deny-list pattern to add (deny)")] = None,
-        deny_remove: Annotated[Text, _d("Deny-list pattern to remove (deny)")] = None,
-        interval_seconds: Annotated[float | None, _d("Capture interval (config)")] = None,
-        storage_cap_mb: Annotated[int | None, _d("Storage cap in MB (config)")] = None,
-        retention_days: Annotated[int | None, _d("Retention in days (config)")] = None,
-        trigger: CaptureTrigger = None,
-        redact: Annotated[bool | None, _d("Scrub secrets from new frames (config)")] = None,
-        encrypt_text: Annotated[bool | None, _d("Encrypt new frames' text (config)")] = None,
-        encrypt_thumbnails: Annotated[bool | None, _d("Encrypt new thumbnails (config)")] = None,
-        since: Annotated[Text, _d(f"Scope for delete and export. {PHRASES}")] = None,
-        until: Annotated[Text, _d("Scope end for delete and export")] = None,
-        app: Annotated[Text, _d("Scope for delete and export: app, title or page address")] = None,
-        confirm: Annotated[bool, _d("Required (true) for delete")] = False,
-        path: ExportPath = None,
-        format: ExportFormat = "json",
-        query: Annotated[Text, _d("export: only moments matching this search")] = None,
-        thumbnails: Annotated[bool, _d("export: include decrypted JPEG thumbnails")] = True,
+        duration: Text = None,
+        deny_add: Text = None,
+        deny_remove: Text = None,
+        interval_seconds: float | None = None,
+        storage_cap_mb: int | None = None,
+        retention_days: int | None = None,
+        trigger: Literal["events", "interval"] | None = None,
+        redact: bool | None = None,
+        encrypt_text: bool | None = None,
+        encrypt_thumbnails: bool | None = None,
+        since: Text = None,
+        until: Text = None,
+        app: Text = None,
+        confirm: bool = False,
+        path: Text = None,
+        format: Literal["json", "csv", "html"] = "json",
+        query: Text = None,
+        thumbnails: bool = True,
     ) -> CallToolResult:
         """Change capture settings, delete or export history. delete needs a scope (since,
         until or app) and confirm=true; export asks the person for approval first. An empty

@@ -7,9 +7,9 @@ import os
 from datetime import datetime, timedelta
 from typing import Any
 
+from backscroll.contract import shown_number
 from backscroll.status import collect
 from backscroll.store import MemoryStore
-from backscroll.tools import shown_number
 from base.errors import UsageError
 from query.render import group_hits
 from query.search import Hit
