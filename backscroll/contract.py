@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
 
 import msgspec
+from msgspec import Meta
 
 from backscroll.heartbeat import Heartbeat
 from base.config import Config
@@ -58,6 +59,22 @@ DENY = "A deny-list pattern: apps, titles or addresses that contain it are never
 FOLDER = "A new or empty folder (default ~/Downloads/backscroll-memory-<time>)."
 MATCHING = "Only the frames matching this search."
 EXPORT_LIMIT = "At most this many frames."
+FORMAT = "json (frames.json), csv (frames.csv) or html (a browsable index.html)."
+THUMBNAILS = "Include decrypted JPEG thumbnails."
+INCLUDE_IMAGE = "Attach the decrypted thumbnail."
+CONFIRM = "Required (true) to delete: a deletion is never implied."
+TRIGGER = "Capture trigger: events (on an app or window change) or interval."
+INTERVAL = "Capture interval, and the idle fallback of events, in seconds."
+POLL = "Probe period, seconds (at least 0.2)."
+MIN_INTERVAL = "Minimum gap between captures, seconds."
+STORAGE_CAP = "Storage cap, MB."
+RETENTION = "Retention, days."
+REDACT = "Scrub secrets from new frames."
+ENCRYPT_TEXT = "Encrypt new frames' text."
+ENCRYPT_THUMBNAILS = "Encrypt new thumbnails."
+HOTKEY = "Pause hotkey, e.g. '<ctrl>+<alt>+m' ('' = off)."
+BACKEND = "Capture backend: auto, x11, wlroots or gnome."
+ANNOUNCE = "Tell apps to publish their text (AT-SPI IsEnabled)."
 
 _NOT_BLANK = r"\S"
 # What a range refusal calls each bounded argument.
@@ -135,7 +152,7 @@ class TimelineRequest(Request):
 
 class ShowRequest(Request):
     id: Annotated[int, msgspec.Meta(ge=0, le=MAX_FRAME_ID, description=FRAME_ID)]
-    include_image: bool = True
+    include_image: Annotated[bool, Meta(description=INCLUDE_IMAGE)] = True
 
 
 class StatusRequest(Request):
@@ -162,18 +179,19 @@ class ConfigRequest(Request):
     """The settings to change (none: show them). Their ranges are the config's own rules
     (``base.config.Config``), checked when it changes."""
 
-    trigger: Literal["events", "interval"] | None = None
-    interval_seconds: float | None = None
-    poll_seconds: float | None = None
-    min_interval_seconds: float | None = None
-    storage_cap_mb: int | None = None
-    retention_days: int | None = None
-    redact: bool | None = None
-    encrypt_text: bool | None = None
-    encrypt_thumbnails: bool | None = None
-    pause_hotkey: str | None = None
-    capture_backend: str | None = None
-    announce_accessibility: bool | None = None
+    trigger: Annotated[Literal["events", "interval"] | None, Meta(description=TRIGGER)] = None
+    interval_seconds: Annotated[float | None, Meta(description=INTERVAL)] = None
+    poll_seconds: Annotated[float | None, Meta(description=POLL)] = None
+    min_interval_seconds: Annotated[float | None, Meta(description=MIN_INTERVAL)] = None
+    # whole numbers, as the config holds them
+    storage_cap_mb: Annotated[int | None, Meta(description=STORAGE_CAP)] = None
+    retention_days: Annotated[int | None, Meta(description=RETENTION)] = None
+    redact: Annotated[bool | None, Meta(description=REDACT)] = None
+    encrypt_text: Annotated[bool | None, Meta(description=ENCRYPT_TEXT)] = None
+    encrypt_thumbnails: Annotated[bool | None, Meta(description=ENCRYPT_THUMBNAILS)] = None
+    pause_hotkey: Annotated[str | None, Meta(description=HOTKEY)] = None
+    capture_backend: Annotated[str | None, Meta(description=BACKEND)] = None
+    announce_accessibility: Annotated[bool | None, Meta(description=ANNOUNCE)] = None
 
     def changes(self) -> dict[str, Any]:
         return {k: v for k, v in msgspec.structs.asdict(self).items() if v is not None}
@@ -186,7 +204,7 @@ class DeleteRequest(Request):
     until: Until = None
     before: Before = None
     app: AppText = None
-    confirm: bool = False
+    confirm: Annotated[bool, Meta(description=CONFIRM)] = False
 
 
 class ExportRequest(Request):
@@ -195,13 +213,13 @@ class ExportRequest(Request):
     until: Until = None
     app: AppText = None
     path: Folder = None
-    format: Literal["json", "csv", "html"] = "json"
+    format: Annotated[Literal["json", "csv", "html"], Meta(description=FORMAT)] = "json"
     query: Matching = None
     limit: Annotated[
         Annotated[int, msgspec.Meta(ge=1, le=MAX_EXPORT)] | None,
         msgspec.Meta(description=EXPORT_LIMIT),
     ] = None
-    thumbnails: bool = True
+    thumbnails: Annotated[bool, Meta(description=THUMBNAILS)] = True
 
     def check(self) -> None:
         super().check()

@@ -144,9 +144,7 @@ class MemoryTool(_Tool):
             Annotated[int, Meta(ge=0, le=MAX_FRAME_ID)] | None,
             Meta(description=f"Frame id (show), 0..{MAX_FRAME_ID}, from search or timeline"),
         ] = None
-        include_image: Annotated[
-            bool, Meta(description="Attach the decrypted thumbnail on show")
-        ] = True
+        include_image: Annotated[bool, Meta(description=f"show: {contract.INCLUDE_IMAGE}")] = True
 
     async def execute(self, ctx: object, params: MemoryTool.Params) -> ToolResult:
         handlers = {
@@ -205,37 +203,27 @@ class MemoryManageTool(_Tool):
         duration: Duration = None
         deny_add: Pattern = None
         deny_remove: Pattern = None
-        interval_seconds: Annotated[float | None, Meta(description="Capture interval (config)")] = (
-            None
-        )
-        # whole numbers, as the config holds them
-        storage_cap_mb: Annotated[int | None, Meta(description="Storage cap in MB (config)")] = None
-        retention_days: Annotated[int | None, Meta(description="Retention in days (config)")] = None
+        interval_seconds: Annotated[float | None, Meta(description=contract.INTERVAL)] = None
+        storage_cap_mb: Annotated[int | None, Meta(description=contract.STORAGE_CAP)] = None
+        retention_days: Annotated[int | None, Meta(description=contract.RETENTION)] = None
         trigger: Annotated[
-            Literal["events", "interval"] | None, Meta(description="Capture trigger (config)")
+            Literal["events", "interval"] | None, Meta(description=contract.TRIGGER)
         ] = None
-        redact: Annotated[
-            bool | None, Meta(description="Scrub secrets from new frames (config)")
-        ] = None
-        encrypt_text: Annotated[
-            bool | None, Meta(description="Encrypt new frames' text (config)")
-        ] = None
+        redact: Annotated[bool | None, Meta(description=contract.REDACT)] = None
+        encrypt_text: Annotated[bool | None, Meta(description=contract.ENCRYPT_TEXT)] = None
         encrypt_thumbnails: Annotated[
-            bool | None, Meta(description="Encrypt new thumbnails (config)")
+            bool | None, Meta(description=contract.ENCRYPT_THUMBNAILS)
         ] = None
         since: Since = None
         until: Until = None
         app: AppText = None
-        confirm: Annotated[bool, Meta(description="Required (true) for delete")] = False
+        confirm: Annotated[bool, Meta(description=contract.CONFIRM)] = False
         path: Folder = None
         format: Annotated[
-            Literal["json", "csv", "html"],
-            Meta(description="export: frames.json, frames.csv, or a browsable index.html"),
+            Literal["json", "csv", "html"], Meta(description=f"export: {contract.FORMAT}")
         ] = "json"
         query: Matching = None
-        thumbnails: Annotated[
-            bool, Meta(description="export: include decrypted JPEG thumbnails")
-        ] = True
+        thumbnails: Annotated[bool, Meta(description=f"export: {contract.THUMBNAILS}")] = True
 
     async def execute(self, ctx: object, params: MemoryManageTool.Params) -> ToolResult:
         handlers: dict[str, Callable[[MemoryManageTool.Params], ToolResult]] = {

@@ -107,28 +107,23 @@ def deny_remove(pattern: str, home: Home = None) -> None:
 
 
 def config(
-    trigger: Annotated[str | None, typer.Option(help="events or interval")] = None,
-    interval: Annotated[
-        float | None, typer.Option(help="Interval / idle fallback, seconds.")
+    trigger: Annotated[str | None, typer.Option(help=contract.TRIGGER)] = None,
+    interval: Annotated[float | None, typer.Option(help=contract.INTERVAL)] = None,
+    poll: Annotated[float | None, typer.Option(help=contract.POLL)] = None,
+    min_interval: Annotated[float | None, typer.Option(help=contract.MIN_INTERVAL)] = None,
+    redact: Annotated[str | None, typer.Option(help=f"on or off: {contract.REDACT}")] = None,
+    encrypt_text: Annotated[
+        str | None, typer.Option(help=f"on or off: {contract.ENCRYPT_TEXT}")
     ] = None,
-    poll: Annotated[float | None, typer.Option(help="Probe period, seconds (≥ 0.2).")] = None,
-    min_interval: Annotated[
-        float | None, typer.Option(help="Minimum gap between captures.")
+    encrypt_thumbnails: Annotated[
+        str | None, typer.Option(help=f"on or off: {contract.ENCRYPT_THUMBNAILS}")
     ] = None,
-    redact: Annotated[str | None, typer.Option(help="on or off")] = None,
-    encrypt_text: Annotated[str | None, typer.Option(help="on or off")] = None,
-    encrypt_thumbnails: Annotated[str | None, typer.Option(help="on or off")] = None,
-    cap: Annotated[int | None, typer.Option(help="Storage cap, MB.")] = None,
-    retention: Annotated[int | None, typer.Option(help="Retention, days.")] = None,
-    hotkey: Annotated[
-        str | None, typer.Option(help="Pause hotkey, e.g. '<ctrl>+<alt>+m' ('' = off).")
-    ] = None,
-    backend: Annotated[
-        str | None, typer.Option(help="Capture backend: auto, x11, wlroots or gnome.")
-    ] = None,
+    cap: Annotated[int | None, typer.Option(help=contract.STORAGE_CAP)] = None,
+    retention: Annotated[int | None, typer.Option(help=contract.RETENTION)] = None,
+    hotkey: Annotated[str | None, typer.Option(help=contract.HOTKEY)] = None,
+    backend: Annotated[str | None, typer.Option(help=contract.BACKEND)] = None,
     announce_accessibility: Annotated[
-        str | None,
-        typer.Option(help="on or off: tell apps to publish their text (AT-SPI IsEnabled)."),
+        str | None, typer.Option(help=f"on or off: {contract.ANNOUNCE}")
     ] = None,
     home: Home = None,
     json: Json = False,

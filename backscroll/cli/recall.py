@@ -26,9 +26,7 @@ def export(
             show_default=False,
         ),
     ] = None,
-    format: Annotated[
-        str, typer.Option("--format", help="json (frames.json), csv (frames.csv) or html.")
-    ] = "json",
+    format: Annotated[str, typer.Option("--format", help=contract.FORMAT)] = "json",
     since: Since = None,
     until: Until = None,
     app: App = None,
@@ -36,7 +34,7 @@ def export(
     limit: Annotated[int | None, typer.Option("--limit", help=contract.EXPORT_LIMIT)] = None,
     thumbnails: Annotated[
         bool,
-        typer.Option("--thumbnails/--no-thumbnails", help="Include decrypted JPEG thumbnails."),
+        typer.Option("--thumbnails/--no-thumbnails", help=contract.THUMBNAILS),
     ] = True,
     home: Home = None,
 ) -> None:
