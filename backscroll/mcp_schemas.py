@@ -2,7 +2,7 @@
 (``outputSchema``: what ``structuredContent`` holds, the same JSON the result's text carries).
 
 ``memory`` and ``memory_manage`` are generated from the answer contract
-(``backscroll/contract.py``): the arguments from the tools' ``Params`` (which take the
+(``backscroll/contract/``): the arguments from the tools' ``Params`` (which take the
 contract's descriptions and limits), the results from the answers of each action and the
 refusal, keyed by ``action``. The three tools of the screen-memory spec are written here.
 Each result schema is an object whose ``anyOf`` names the shape of each answer and of a

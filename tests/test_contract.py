@@ -199,3 +199,10 @@ def test_the_contract_names_the_event_literals_as_the_log_does() -> None:
     assert get_args(contract.TextSource) == get_args(events.TextSource)
     assert get_args(contract.CaptureReason) == get_args(events.CaptureReason)
     assert get_args(contract.Origin) == get_args(events.Origin)
+
+
+def test_the_contract_front_names_each_name_once_and_each_loads() -> None:
+    # Its order is ruff's (RUF022: constants, classes, then functions), checked by ruff.
+    assert sorted(contract.__all__) == sorted(set(contract.__all__))
+    for name in contract.__all__:
+        assert getattr(contract, name) is not None

@@ -9,16 +9,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-import msgspec
 import typer
 
 from backscroll import contract
 from base.errors import UsageError
 
 if TYPE_CHECKING:
+    import msgspec
+
+    from backscroll.contract import Request
     from backscroll.store import MemoryStore
 
-R = TypeVar("R", bound=contract.Request)
+R = TypeVar("R", bound="Request")
 
 Home = Annotated[
     Path | None,

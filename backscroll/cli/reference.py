@@ -91,7 +91,7 @@ def reference() -> str:
 
 def arguments() -> list[str]:
     """Each use case's arguments with their limits and defaults, as the CLI and the agent
-    tools take them (``backscroll/contract.py``)."""
+    tools take them (``backscroll/contract/``)."""
     import msgspec
 
     from backscroll import contract
@@ -106,9 +106,7 @@ def arguments() -> list[str]:
         "delete": contract.DeleteRequest,
         "export": contract.ExportRequest,
     }
-    lines = [
-        "Arguments of each use case, for the CLI and the agent tools (backscroll/contract.py):"
-    ]
+    lines = ["Arguments of each use case, for the CLI and the agent tools (backscroll/contract/):"]
     for use, kind in requests.items():
         schema = msgspec.json.schema(kind)["$defs"][kind.__name__]
         required = set(schema.get("required", ()))
