@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from backscroll import keys
-from backscroll.contract import DaemonState, DaemonStatus, Status
+from backscroll.contract import Counts, DaemonState, DaemonStatus, Status
 from backscroll.heartbeat import read_heartbeat
 from backscroll.stats import disk_use, stats
 from backscroll.store import MemoryStore
@@ -36,36 +36,25 @@ def collect(store: MemoryStore) -> Status:
     stopped = {run.pid for run in state.runs if run.stopped_us is not None}
     daemon = _daemon_state(store.home, stopped)
     backend, abilities = _backend(daemon, config.capture_backend)
+    shared = {name: getattr(counts, name) for name in Counts.__struct_fields__}
     return Status(
+        **shared,
         daemon=daemon,
         capture=_capture_state(state.pause, now_us()),
         store=str(store.home),
-        frames=counts.frames,
         oldest=_shown(counts.oldest),
         newest=_shown(counts.newest),
-        apps=counts.apps,
-        thumb_bytes=counts.thumb_bytes,
-        db_bytes=counts.db_bytes,
         log_bytes=disk.log,
         index_bytes=disk.views,
-        total_bytes=counts.total_bytes,
         storage_cap_mb=config.storage_cap_mb,
         retention_days=config.retention_days,
         trigger=config.trigger,
         poll_seconds=config.poll_seconds,
         min_interval_seconds=config.min_interval_seconds,
         interval_seconds=config.interval_seconds,
-        text_sources=counts.text_sources,
         redact=config.redact,
-        encrypted_text_frames=counts.encrypted_text_frames,
-        thumbnails=counts.thumbnails,
-        encrypted_thumbnails=counts.encrypted_thumbnails,
-        encrypt_text=counts.encrypt_text,
-        encrypt_thumbnails=counts.encrypt_thumbnails,
-        key_store=counts.key_store,
         key_problem=key.problem,
         key_weak=key.weak,
-        encryption_available=counts.encryption_available,
         deny_apps=list(config.deny_apps),
         pause_hotkey=config.pause_hotkey,
         search="tantivy",

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         Answer,
         CaptureReason,
         ConfigAnswer,
+        Counts,
         DaemonState,
         DaemonStatus,
         DeleteAnswer,
@@ -156,6 +157,7 @@ __all__ = [
     "CaptureReason",
     "ConfigAnswer",
     "ConfigRequest",
+    "Counts",
     "DaemonState",
     "DaemonStatus",
     "DeleteAnswer",
@@ -202,6 +204,7 @@ __all__ = [
 ]
 
 _WHERE = {
+    "Counts": "backscroll.contract.answers",
     "ANNOUNCE": "backscroll.contract.words",
     "APP": "backscroll.contract.words",
     "Answer": "backscroll.contract.answers",

@@ -163,43 +163,49 @@ class DaemonStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
         return cls(state=state, tick_age_seconds=age, **fields)
 
 
-class Status(Answer, kw_only=True, tag="status"):
-    """What ``status`` shows, in this order: the spec's ``Stats`` fields among them, under
-    the same names."""
+class Counts(msgspec.Struct, kw_only=True):
+    """The spec's status fields that count the store: ``MemoryStore.stats()`` (``Stats``) and
+    ``status`` (``Status``) both hold them."""
 
-    daemon: DaemonStatus
-    capture: str
-    """``active``, or ``paused until …`` with the pause's reason."""
-    store: str
     frames: int
-    oldest: str | None
-    """Local time to the second, as printed; None without frames (so is ``newest``)."""
-    newest: str | None
     apps: int
     thumb_bytes: int
     db_bytes: int
     """The spec's name for ``log_bytes`` + ``index_bytes``: there is no database."""
-    log_bytes: int
-    index_bytes: int
-    """The views' bytes (the search index, the state, the frames' table)."""
     total_bytes: int
-    storage_cap_mb: int
-    retention_days: int
-    trigger: str
-    poll_seconds: float
-    min_interval_seconds: float
-    interval_seconds: float
     text_sources: dict[str, int]
-    redact: bool
     encrypted_text_frames: int
     thumbnails: int
     encrypted_thumbnails: int
     encrypt_text: bool
     encrypt_thumbnails: bool
     key_store: str | None
+    """``keyring`` or ``file``; None before the first encrypted write."""
+    encryption_available: bool
+
+
+class Status(Counts, Answer, kw_only=True, tag="status"):
+    """What ``status`` shows: the spec's counts (``Counts``), then the rest."""
+
+    daemon: DaemonStatus
+    capture: str
+    """``active``, or ``paused until …`` with the pause's reason."""
+    store: str
+    oldest: str | None
+    """Local time to the second, as printed; None without frames (so is ``newest``)."""
+    newest: str | None
+    log_bytes: int
+    index_bytes: int
+    """The views' bytes (the search index, the state, the frames' table)."""
+    storage_cap_mb: int
+    retention_days: int
+    trigger: str
+    poll_seconds: float
+    min_interval_seconds: float
+    interval_seconds: float
+    redact: bool
     key_problem: str | None
     key_weak: bool
-    encryption_available: bool
     deny_apps: list[str]
     pause_hotkey: str
     search: str
