@@ -23,6 +23,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+import msgspec
 from mcp.server.mcpserver import (
     AcceptedElicitation,
     Context,
@@ -37,19 +38,16 @@ from mcp.types import Tool as ToolInfo
 from pydantic import BaseModel, Field, PlainValidator, ValidationError
 from pydantic_core import PydanticCustomError
 
-from backscroll.contract import shown_number
-from backscroll.mcp_schemas import input_schema, output_schema
-from backscroll.screen_memory import (
-    CONTEXT_MAX_MINUTES,
+from backscroll.contract import parse, shown_number, to_json
+from backscroll.contract.screen_memory import (
     CONTEXT_MINUTES,
-    MAX_SEGMENTS,
-    SEGMENT_MAX_MINUTES,
     SEGMENT_MINUTES,
     SEGMENTS,
-    recent_context,
-    recent_segments,
-    status_summary,
+    ContextRequest,
+    SegmentsRequest,
 )
+from backscroll.mcp_schemas import input_schema, output_schema
+from backscroll.screen_memory import recent_context, recent_segments, status_summary
 from backscroll.tools import (
     ManageAction,
     MemoryManageTool,
@@ -95,10 +93,6 @@ class ExportApproval(BaseModel):
         title="Export decrypted screen history",
         description="Write an unencrypted copy of the chosen frames (text and thumbnails).",
     )
-
-
-def _d(text: str) -> Any:
-    return Field(description=text)
 
 
 def _text_or_none(value: Any) -> str | None:
@@ -231,40 +225,23 @@ def _add_screen_memory(server: MCPServer, home: Home) -> None:
         its counts. Call this before relying on screen memory."""
         return await _json_tool(lambda: status_summary(home))
 
+    # Their arguments' descriptions and limits are published from the contract's requests.
     @server.tool(annotations=READ_ONLY, structured_output=False)
-    async def screen_memory_recent_context(
-        minutes: Annotated[
-            int,
-            _d(
-                f"How far back, in minutes: at least 1, default {CONTEXT_MINUTES}; more than "
-                f"{CONTEXT_MAX_MINUTES} reads as {CONTEXT_MAX_MINUTES}"
-            ),
-        ] = CONTEXT_MINUTES,
-    ) -> CallToolResult:
+    async def screen_memory_recent_context(minutes: int = CONTEXT_MINUTES) -> CallToolResult:
         """Bounded recent context: one entry per window seen in the last N minutes (app,
         title, first and last time, a short text excerpt), newest first."""
-        return await _json_tool(lambda: recent_context(home, minutes))
+        return await _json_tool(
+            lambda: recent_context(home, parse(ContextRequest, {"minutes": minutes}))
+        )
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
     async def screen_memory_recent_segments(
-        minutes: Annotated[
-            int,
-            _d(
-                f"How far back, in minutes: at least 1, default {SEGMENT_MINUTES}; more than "
-                f"{SEGMENT_MAX_MINUTES} reads as {SEGMENT_MAX_MINUTES}"
-            ),
-        ] = SEGMENT_MINUTES,
-        limit: Annotated[
-            int,
-            _d(
-                f"Most segments to return: at least 1, default {SEGMENTS}; more than "
-                f"{MAX_SEGMENTS} reads as {MAX_SEGMENTS}"
-            ),
-        ] = SEGMENTS,
+        minutes: int = SEGMENT_MINUTES, limit: int = SEGMENTS
     ) -> CallToolResult:
         """Recent segments: stretches of time in one window (app, title, start, end, frame
         ids), newest first. Frame ids work with memory(action="show")."""
-        return await _json_tool(lambda: recent_segments(home, minutes, limit))
+        arguments = {"minutes": minutes, "limit": limit}
+        return await _json_tool(lambda: recent_segments(home, parse(SegmentsRequest, arguments)))
 
 
 def _export_approval(allow_export: bool) -> Callable[..., Awaitable[Elicit[ExportApproval] | str]]:
@@ -430,11 +407,11 @@ def _json(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
-async def _json_tool(work: Callable[[], dict[str, Any]]) -> CallToolResult:
+async def _json_tool(work: Callable[[], msgspec.Struct]) -> CallToolResult:
     import asyncio
 
     try:
-        data = await asyncio.to_thread(work)
+        data = to_json(await asyncio.to_thread(work))
     except BackscrollError as exc:
         return to_mcp(error(str(exc)))
     return CallToolResult(

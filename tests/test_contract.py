@@ -31,6 +31,7 @@ from backscroll.contract import (
     TimelineAnswer,
     parse,
 )
+from backscroll.contract.screen_memory import RecentContext, RecentSegments, ScreenMemoryStatus
 from backscroll.mcp_schemas import input_schema
 from backscroll.mcp_server import build_server
 from backscroll.store import MemoryStore
@@ -89,33 +90,44 @@ def test_every_cli_answer_is_its_struct(home: Path, capsys: pytest.CaptureFixtur
     assert isinstance(configured, ConfigAnswer) and configured.changed == ["retention_days"]
 
 
+# Each MCP call and the Struct its answer is.
+MCP_CALLS: list[tuple[str, dict[str, Any], Any]] = [
+    ("memory", {"action": "search", "query": "quokka"}, Read),
+    ("memory", {"action": "timeline"}, Read),
+    ("memory", {"action": "show", "id": 1}, Read),
+    ("memory", {"action": "status"}, Read),
+    ("memory", {"action": "show", "id": 424242}, Refusal),
+    ("memory_manage", {"action": "pause", "duration": "1h"}, Manage),
+    ("memory_manage", {"action": "resume"}, Manage),
+    ("memory_manage", {"action": "deny", "deny_add": "bank"}, Manage),
+    ("memory_manage", {"action": "config", "retention_days": 20}, Manage),
+    ("memory_manage", {"action": "export"}, Manage),  # path added below
+    ("memory_manage", {"action": "delete", "app": "Grafana", "confirm": True}, Manage),
+    ("screen_memory_status", {}, ScreenMemoryStatus),
+    ("screen_memory_recent_context", {"minutes": 60}, RecentContext),
+    ("screen_memory_recent_segments", {"minutes": 10**6, "limit": 2}, RecentSegments),
+    ("screen_memory_recent_context", {"minutes": 0}, Refusal),
+]
+
+
 async def _mcp(home: Path, export: Path) -> list[Any]:
-    calls: list[tuple[str, dict[str, Any]]] = [
-        ("memory", {"action": "search", "query": "quokka"}),
-        ("memory", {"action": "timeline"}),
-        ("memory", {"action": "show", "id": 1}),
-        ("memory", {"action": "status"}),
-        ("memory", {"action": "show", "id": 424242}),
-        ("memory_manage", {"action": "pause", "duration": "1h"}),
-        ("memory_manage", {"action": "resume"}),
-        ("memory_manage", {"action": "deny", "deny_add": "bank"}),
-        ("memory_manage", {"action": "config", "retention_days": 20}),
-        ("memory_manage", {"action": "export", "path": str(export)}),
-        ("memory_manage", {"action": "delete", "app": "Grafana", "confirm": True}),
-    ]
     server = build_server(home, allow_manage=True, allow_export=True)
     async with Client(server) as client:
-        return [(await client.call_tool(tool, arguments)) for tool, arguments in calls]
+        results = []
+        for tool, arguments, _ in MCP_CALLS:
+            if arguments.get("action") == "export":
+                arguments = {**arguments, "path": str(export)}
+            results.append(await client.call_tool(tool, arguments))
+        return results
 
 
 def test_every_mcp_answer_is_its_struct(home: Path, tmp_path: Path) -> None:
     results = asyncio.run(_mcp(home, tmp_path / "out"))
     kinds = []
-    for result in results:
-        data = json.dumps(result.structured_content)
-        # A refusal has no ``action`` tag to tell it from the answers: its ``error`` does.
-        kinds.append(type(strictly(data, Refusal if result.is_error else Read | Manage)))
-    assert kinds == [
+    for result, (_, _, kind) in zip(results, MCP_CALLS, strict=True):
+        assert result.is_error == (kind is Refusal)
+        kinds.append(type(strictly(json.dumps(result.structured_content), kind)))
+    assert kinds[:11] == [
         SearchAnswer,
         TimelineAnswer,
         ShowAnswer,
@@ -128,6 +140,8 @@ def test_every_mcp_answer_is_its_struct(home: Path, tmp_path: Path) -> None:
         ExportAnswer,
         DeleteAnswer,
     ]
+    segments = results[13].structured_content
+    assert segments["minutes"] == 24 * 60  # a wider ask is capped, not refused
     exported = strictly((tmp_path / "out" / "frames.json").read_bytes(), ExportFile)
     assert len(exported.frames) == 4 and exported.frames[0].thumbnail_file == "thumbs/1.jpg"
 

@@ -12,7 +12,8 @@ MCP ``structuredContent``, ``frames.json``::
     answer = backscroll.answer.search(store, request).answer
     encode(answer)  # {"action": "search", "query": "invoice", ...}
 
-Names are imported lazily: the CLI reads an option's help from ``words`` at start-up without
+The tools of the screen-memory spec have theirs in ``screen_memory``. Names are imported
+lazily: the CLI reads an option's help from ``words`` at start-up without
 loading the Structs.
 """
 

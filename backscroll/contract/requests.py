@@ -224,13 +224,17 @@ def _refusal(kind: type, arguments: dict[str, Any], message: str) -> str:
         return f"{name}: must not be empty or blank"
     bounds = _bounds(kind, name)
     if bounds is not None and isinstance(value, int) and not isinstance(value, bool):
+        lo, hi = bounds
+        if hi is None:
+            return f"{name}: must be at least {lo}, not {shown_number(value)}"
         what = _BOUNDED.get(name, "a number")
-        return f"{name}: must be {what} from {bounds[0]} to {bounds[1]}, not {shown_number(value)}"
+        return f"{name}: must be {what} from {lo} to {hi}, not {shown_number(value)}"
     return f"{name}: {said[:1].lower()}{said[1:]}"
 
 
-def _bounds(kind: type, name: str) -> tuple[int, int] | None:
-    """The range of the int argument ``name`` of ``kind``, when it has one."""
+def _bounds(kind: type, name: str) -> tuple[int, int | None] | None:
+    """The range of the int argument ``name`` of ``kind`` (None: no upper bound), when it has
+    a lower bound."""
     from msgspec import inspect
 
     info = inspect.type_info(kind)
@@ -242,7 +246,7 @@ def _bounds(kind: type, name: str) -> tuple[int, int] | None:
             types.append(each.type)
         elif isinstance(each, inspect.UnionType):
             types.extend(each.types)
-        elif isinstance(each, inspect.IntType) and each.ge is not None and each.le is not None:
+        elif isinstance(each, inspect.IntType) and each.ge is not None:
             return each.ge, each.le
     return None
 
