@@ -18,10 +18,23 @@ This module imports the SDK at the top; the CLI imports it only when ``mcp`` run
 """
 
 import base64
+import inspect
 import json
+import operator
 import os
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from functools import reduce
+from types import UnionType
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 import msgspec
 from mcp.server.mcpserver import (
@@ -40,19 +53,14 @@ from pydantic_core import PydanticCustomError
 
 from backscroll.contract import parse, shown_number, to_json
 from backscroll.contract.screen_memory import (
-    CONTEXT_MINUTES,
-    SEGMENT_MINUTES,
-    SEGMENTS,
     ContextRequest,
     SegmentsRequest,
 )
 from backscroll.mcp_schemas import input_schema, output_schema
 from backscroll.screen_memory import recent_context, recent_segments, status_summary
 from backscroll.tools import (
-    ManageAction,
     MemoryManageTool,
     MemoryTool,
-    ReadAction,
     ToolResult,
     check_export,
     describe_export,
@@ -169,6 +177,46 @@ def _problem(e: Any) -> str:
     return f"{where}: {e['msg']} (got {shown[:40] + '…' if len(shown) > 40 else shown})"
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def takes(params: type[msgspec.Struct], **leading: Any) -> Callable[[F], F]:
+    """Give a tool the arguments of ``params`` as its signature, which is what the SDK reads
+    (and parses each call's arguments with): their names, types and defaults are written
+    once, in the Struct. ``leading``: parameters the SDK fills itself (a resolver's)."""
+
+    def give(tool: F) -> F:
+        hints = get_type_hints(params, include_extras=True)
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        parameters = [inspect.Parameter(n, keyword, annotation=a) for n, a in leading.items()]
+        for field in msgspec.structs.fields(params):
+            default = inspect.Parameter.empty if field.required else field.default
+            annotation = _parsed(hints[field.name])
+            parameters.append(
+                inspect.Parameter(field.name, keyword, default=default, annotation=annotation)
+            )
+        tool.__signature__ = inspect.Signature(parameters, return_annotation=CallToolResult)  # type: ignore[attr-defined]
+        # The SDK finds a resolver's parameter in the annotations.
+        annotations = {p.name: p.annotation for p in parameters}
+        tool.__annotations__ = {**annotations, "return": CallToolResult}
+        return tool
+
+    return give
+
+
+def _parsed(annotation: Any) -> Any:
+    """A Struct field's type as the SDK should parse it: without msgspec's constraints (the
+    Struct checks those), and an optional string as ``Text``."""
+    if get_origin(annotation) is Annotated:
+        return _parsed(get_args(annotation)[0])
+    if get_origin(annotation) in (Union, UnionType):
+        members = [_parsed(member) for member in get_args(annotation)]
+        if set(members) == {str, type(None)}:
+            return Text
+        return reduce(operator.or_, members)
+    return annotation
+
+
 def build_server(
     home: Home = None, *, allow_manage: bool = False, allow_export: bool = False
 ) -> MCPServer:
@@ -186,34 +234,14 @@ def build_server(
 def _add_memory(server: MCPServer, home: Home) -> None:
     reader = MemoryTool(home)
 
-    # The arguments as the SDK parses them; their descriptions and limits are published
-    # from ``MemoryTool.Params`` (see ``BackscrollServer.list_tools``), which checks them.
     @server.tool(annotations=READ_ONLY, structured_output=False)
-    async def memory(
-        action: ReadAction,
-        query: Text = None,
-        since: Text = None,
-        until: Text = None,
-        app: Text = None,
-        limit: int = 15,
-        id: int | None = None,
-        include_image: bool = True,
-    ) -> CallToolResult:
+    @takes(MemoryTool.Params)
+    async def memory(**arguments: Any) -> CallToolResult:
         """Recall what was on screen: search (best match first), show one frame in full with
         its thumbnail, a timeline, or the status. Read-only; everything stays local. Leave out
         what you do not need: an empty or blank string, an unknown argument or a number out
         of its range is refused with one line that names it."""
-        params = MemoryTool.Params(
-            action=action,
-            query=query,
-            since=since,
-            until=until,
-            app=app,
-            limit=limit,
-            id=id,
-            include_image=include_image,
-        )
-        return to_mcp(await reader.execute(None, params))
+        return to_mcp(await reader.execute(None, MemoryTool.Params(**arguments)))
 
 
 def _add_screen_memory(server: MCPServer, home: Home) -> None:
@@ -225,22 +253,18 @@ def _add_screen_memory(server: MCPServer, home: Home) -> None:
         its counts. Call this before relying on screen memory."""
         return await _json_tool(lambda: status_summary(home))
 
-    # Their arguments' descriptions and limits are published from the contract's requests.
     @server.tool(annotations=READ_ONLY, structured_output=False)
-    async def screen_memory_recent_context(minutes: int = CONTEXT_MINUTES) -> CallToolResult:
+    @takes(ContextRequest)
+    async def screen_memory_recent_context(**arguments: Any) -> CallToolResult:
         """Bounded recent context: one entry per window seen in the last N minutes (app,
         title, first and last time, a short text excerpt), newest first."""
-        return await _json_tool(
-            lambda: recent_context(home, parse(ContextRequest, {"minutes": minutes}))
-        )
+        return await _json_tool(lambda: recent_context(home, parse(ContextRequest, arguments)))
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
-    async def screen_memory_recent_segments(
-        minutes: int = SEGMENT_MINUTES, limit: int = SEGMENTS
-    ) -> CallToolResult:
+    @takes(SegmentsRequest)
+    async def screen_memory_recent_segments(**arguments: Any) -> CallToolResult:
         """Recent segments: stretches of time in one window (app, title, start, end, frame
         ids), newest first. Frame ids work with memory(action="show")."""
-        arguments = {"minutes": minutes, "limit": limit}
         return await _json_tool(lambda: recent_segments(home, parse(SegmentsRequest, arguments)))
 
 
@@ -288,55 +312,16 @@ def _add_manage(server: MCPServer, home: Home, allow_export: bool) -> None:
     manager = MemoryManageTool(home)
     approve_export = _export_approval(allow_export)
 
-    # Published from ``MemoryManageTool.Params``, as ``memory`` is.
+    approval = Annotated[ElicitationResult[ExportApproval], Resolve(approve_export)]
+
     @server.tool(annotations=DESTRUCTIVE, structured_output=False)
-    async def memory_manage(
-        action: ManageAction,
-        approval: Annotated[ElicitationResult[ExportApproval], Resolve(approve_export)],
-        duration: Text = None,
-        deny_add: Text = None,
-        deny_remove: Text = None,
-        interval_seconds: float | None = None,
-        storage_cap_mb: int | None = None,
-        retention_days: int | None = None,
-        trigger: Literal["events", "interval"] | None = None,
-        redact: bool | None = None,
-        encrypt_text: bool | None = None,
-        encrypt_thumbnails: bool | None = None,
-        since: Text = None,
-        until: Text = None,
-        app: Text = None,
-        confirm: bool = False,
-        path: Text = None,
-        format: Literal["json", "csv", "html"] = "json",
-        query: Text = None,
-        thumbnails: bool = True,
-    ) -> CallToolResult:
+    @takes(MemoryManageTool.Params, approval=approval)
+    async def memory_manage(approval: Any, **arguments: Any) -> CallToolResult:
         """Change capture settings, delete or export history. delete needs a scope (since,
         until or app) and confirm=true; export asks the person for approval first. An empty
         or blank string is refused, never read as "everything"; so is an unknown argument
         or a number that is not finite."""
-        params = MemoryManageTool.Params(
-            action=action,
-            duration=duration,
-            deny_add=deny_add,
-            deny_remove=deny_remove,
-            interval_seconds=interval_seconds,
-            storage_cap_mb=storage_cap_mb,
-            retention_days=retention_days,
-            trigger=trigger,
-            redact=redact,
-            encrypt_text=encrypt_text,
-            encrypt_thumbnails=encrypt_thumbnails,
-            since=since,
-            until=until,
-            app=app,
-            confirm=confirm,
-            path=path,
-            format=format,
-            query=query,
-            thumbnails=thumbnails,
-        )
+        params = MemoryManageTool.Params(**arguments)
         return await _manage(manager, params, approval)
 
 
