@@ -220,3 +220,18 @@ def test_the_contract_front_names_each_name_once_and_each_loads() -> None:
     assert sorted(contract.__all__) == sorted(set(contract.__all__))
     for name in contract.__all__:
         assert getattr(contract, name) is not None
+
+
+def test_no_cli_option_of_a_use_case_declares_a_range_of_its_own() -> None:
+    """A limit lives in its request alone: an option with its own range would refuse in
+    click's words, and drift from the Struct's."""
+    import typer.main
+    from typer._click.types import FloatRange, IntRange
+
+    from backscroll.cli.app import app
+
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    uses = ["search", "timeline", "show", "status", "pause", "resume", "config", "clear", "export"]
+    for command in [commands[u] for u in uses] + list(commands["deny"].commands.values()):
+        for param in command.params:
+            assert not isinstance(param.type, IntRange | FloatRange), (command.name, param.name)
