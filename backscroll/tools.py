@@ -5,6 +5,10 @@ deletion, export), with the spec's parameters.
     r = await tool.execute(ctx, MemoryTool.Params(action="search", query="error"))
     r.output, r.metadata["ids"], r.attachments
 
+Each action parses its request of the answer contract (``backscroll.contract``) from the
+parameters and makes one call of ``backscroll.answer``; ``r.metadata`` is the answer's JSON,
+the same as the CLI's ``--json`` and the MCP ``structuredContent``.
+
 Every failure the caller can fix (a bad phrase, an unknown id, a missing scope) comes back
 as a ``ToolResult`` with ``is_error=True`` and one line of ``output``, never as an exception.
 Arguments are checked before the store is opened, and a refusal names the argument and why:
