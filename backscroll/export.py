@@ -12,13 +12,13 @@ import csv
 import hashlib
 import html
 import io
-import json
 import os
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from backscroll.contract import ExportedFrame, ExportFile, encode, local
 from base.errors import BackscrollError, UsageError
 
 if TYPE_CHECKING:
@@ -37,8 +37,9 @@ CSV_COLUMNS = (
     "text_source",
     "encrypted",
     "reason",
-    "thumbnail",
+    "thumbnail_file",
 )
+"""The columns of ``frames.csv`` before ``text``: fields of ``contract.Decrypted``."""
 # A spreadsheet runs a cell that starts with one of these as a formula, and screen text is
 # written by whoever made the page on screen: such cells get a leading apostrophe in the CSV.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -50,7 +51,7 @@ class ExportResult(NamedTuple):
     thumbnails: int
 
 
-class ExportedFrame(NamedTuple):
+class Decrypted(NamedTuple):
     hit: Hit
     text: str
     thumbnail: str | None  # relative path inside the export folder
@@ -110,10 +111,10 @@ def export(
     """
     fmt = check_format(format)
     meta = {
-        "exported_at": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "exported_at": local(datetime.now()),
         "store": str(store.home),
-        "start": start.isoformat() if start else None,
-        "end": end.isoformat() if end else None,
+        "start": local(start) if start else None,
+        "end": local(end) if end else None,
         "app": app,
         "query": query,
     }
@@ -138,11 +139,9 @@ def _write_export(
     meta: dict[str, Any],
 ) -> ExportResult:
     frames = list(_decrypted(store, hits, folder if thumbnails else None))
-    meta = {**meta, "frames": len(frames)}
     if fmt == "json":
-        body = {**meta, "frames": [frame_dict(f) for f in frames]}
-        data = json.dumps(body, indent=2, ensure_ascii=False)
-        _write(folder / FILES["json"], (data + "\n").encode())
+        body = ExportFile(**meta, frames=[exported(f) for f in frames])
+        _write(folder / FILES["json"], (encode(body) + "\n").encode())
     elif fmt == "csv":
         _write(folder / FILES["csv"], csv_bytes(frames))
     else:
@@ -169,7 +168,7 @@ def select(
     return store.timeline(start=start, end=end, app=app, limit=bound)
 
 
-def _decrypted(store: MemoryStore, hits: list[Hit], folder: Path | None) -> Iterator[ExportedFrame]:
+def _decrypted(store: MemoryStore, hits: list[Hit], folder: Path | None) -> Iterator[Decrypted]:
     if folder is not None:
         (folder / "thumbs").mkdir(mode=0o700)
     for hit in hits:
@@ -180,37 +179,23 @@ def _decrypted(store: MemoryStore, hits: list[Hit], folder: Path | None) -> Iter
             if jpeg is not None:
                 name = f"thumbs/{hit.id}.jpg"
                 _write(folder / name, jpeg)
-        yield ExportedFrame(hit, full.text or "", name)
+        yield Decrypted(hit, full.text or "", name)
 
 
-def frame_dict(frame: ExportedFrame) -> dict[str, Any]:
-    hit = frame.hit
-    data: dict[str, Any] = {
-        "id": hit.id,
-        "time": hit.when.astimezone().isoformat(),
-        "app": hit.app,
-        "title": hit.title,
-        "url": hit.url,
-        "text_source": hit.text_source,
-        "encrypted": hit.encrypted,
-        "reason": hit.reason,
-        "thumbnail": frame.thumbnail,
-        "text": frame.text,
-    }
-    if hit.snippet:
-        data["snippet"] = hit.snippet
-    return data
+def exported(frame: Decrypted) -> ExportedFrame:
+    """A frame as ``frames.json`` and ``frames.csv`` give it."""
+    return ExportedFrame(
+        **ExportedFrame.fields(frame.hit), text=frame.text, thumbnail_file=frame.thumbnail
+    )
 
 
-def csv_bytes(frames: list[ExportedFrame]) -> bytes:
+def csv_bytes(frames: list[Decrypted]) -> bytes:
     buffer = io.StringIO(newline="")
     writer = csv.writer(buffer)
     writer.writerow([*CSV_COLUMNS, "text"])
     for frame in frames:
-        row = frame_dict(frame)
-        writer.writerow(
-            [_cell(row[c]) for c in CSV_COLUMNS] + [_cell(row["text"])],
-        )
+        row = exported(frame)
+        writer.writerow([_cell(getattr(row, c)) for c in (*CSV_COLUMNS, "text")])
     return buffer.getvalue().encode()
 
 
@@ -219,7 +204,7 @@ def _cell(value: Any) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    text = str(value)
+    text = value.isoformat() if isinstance(value, datetime) else str(value)
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
@@ -300,8 +285,9 @@ def _csp_hash(code: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(code.encode()).digest()).decode() + "'"
 
 
-def render_html(frames: list[ExportedFrame], meta: dict[str, Any]) -> str:
+def render_html(frames: list[Decrypted], meta: dict[str, Any]) -> str:
     esc = html.escape
+    meta = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in meta.items()}
     csp = (
         f"default-src 'none'; img-src 'self' file:; style-src {_csp_hash(_CSS)}; "
         f"script-src {_csp_hash(_JS)}; base-uri 'none'; form-action 'none'"
@@ -347,7 +333,7 @@ def render_html(frames: list[ExportedFrame], meta: dict[str, Any]) -> str:
     )
 
 
-def _article(frame: ExportedFrame) -> str:
+def _article(frame: Decrypted) -> str:
     esc = html.escape
     hit = frame.hit
     when = hit.when.astimezone()

@@ -1,10 +1,14 @@
-"""The JSON Schemas of the MCP tools' results (``outputSchema``): what ``structuredContent``
-holds, the same JSON the result's text carries.
+"""The JSON Schemas of the MCP tools: their arguments (``inputSchema``) and their results
+(``outputSchema``: what ``structuredContent`` holds, the same JSON the result's text carries).
 
-Each schema is an object whose ``anyOf`` names the shape of each action's answer (keyed by
-``action`` where a tool has several) and of a refusal (``error``: one line). Answers may grow
-fields (objects are open: ``additionalProperties`` is never false), never lose or retype one;
-``tests/test_mcp.py`` validates every tool's answers against these with ``jsonschema``.
+Every schema is generated from the answer contract (``backscroll/contract/``): the arguments
+from each tool's request (``memory`` and ``memory_manage``: the tools' ``Params``, which
+take the contract's descriptions and limits), the results from the answers and the refusal
+(``memory`` and ``memory_manage`` keyed by ``action``). Each result schema is an object
+whose ``anyOf`` names the shape of each answer and of a refusal (``error``: one line).
+Answers may grow fields (objects are open: ``additionalProperties`` is never false), never
+lose or retype one; ``tests/test_mcp.py`` validates every tool's answers against these with
+``jsonschema``.
 """
 
 from __future__ import annotations
@@ -14,220 +18,75 @@ from typing import Any
 
 Schema = dict[str, Any]
 
-STRING: Schema = {"type": "string"}
-INTEGER: Schema = {"type": "integer"}
-NUMBER: Schema = {"type": "number"}
-BOOLEAN: Schema = {"type": "boolean"}
-STRING_OR_NULL: Schema = {"type": ["string", "null"]}
-TIME: Schema = {"type": "string", "description": "ISO 8601, local time with its offset"}
-TIME_OR_NULL: Schema = {"type": ["string", "null"], "description": TIME["description"]}
-IDS: Schema = {"type": "array", "items": INTEGER}
 
-
-def _object(required: dict[str, Schema], optional: dict[str, Schema] | None = None) -> Schema:
-    return {
-        "type": "object",
-        "properties": {**required, **(optional or {})},
-        "required": list(required),
-    }
-
-
-def _answers(*shapes: Schema) -> Schema:
-    """A tool's result: one of ``shapes``, or a refusal."""
-    refusal = _object(
-        {"error": {"type": "string", "description": "Why it was refused, on one line"}},
-        {"action": STRING, "approved": BOOLEAN},
-    )
-    return {"type": "object", "anyOf": [*shapes, refusal]}
-
-
-def _action(
-    name: str, fields: dict[str, Schema], optional: dict[str, Schema] | None = None
-) -> Schema:
-    return _object({"action": {"const": name}, **fields}, optional)
-
-
-SCOPE: dict[str, Schema] = {"start": TIME_OR_NULL, "end": TIME_OR_NULL, "app": STRING_OR_NULL}
-
-FRAME = _object(
-    {
-        "id": INTEGER,
-        "time": TIME,
-        "app": STRING,
-        "title": STRING,
-        "text_source": {"enum": ["ax", "ocr", "none"]},
-        "encrypted": BOOLEAN,
-        "reason": STRING,
-        "thumbnail": BOOLEAN,
-        "thumbnail_encrypted": BOOLEAN,
-    },
-    {"snippet": STRING, "score": NUMBER, "near_miss": BOOLEAN},
-)
-
-MATCH: Schema = {
-    **FRAME,
-    "description": "A moment: its best frame, and every frame of it (oldest first)",
-    "properties": {
-        **FRAME["properties"],
-        "frame_ids": IDS,
-        "seen": {"type": "array", "items": TIME},
-        "first_seen": TIME,
-        "last_seen": TIME,
-    },
-    "required": [*FRAME["required"], "frame_ids", "seen", "first_seen", "last_seen"],
-}
-
-
-@cache
-def _status_fields() -> tuple[dict[str, Schema], list[str]]:
-    """``status``'s fields, from the ``Status`` record that makes them; the daemon is its
-    heartbeat's fields and its state, flattened (``Daemon.to_dict``)."""
+def _generated(*kinds: type) -> Schema:
+    """A tool's result: one object schema whose ``anyOf`` is each of ``kinds``, its answers
+    and the refusal (msgspec's JSON Schema)."""
     import msgspec
 
-    from backscroll.status import Status
-
-    defs = msgspec.json.schema(Status)["$defs"]
-    record = defs["Status"]
-    fields = dict(record["properties"])
-    fields["daemon"] = _object({"state": defs["Daemon"]["properties"]["state"]})
-    return fields, list(record["required"])
-
-
-def _status() -> Schema:
-    fields, required = _status_fields()
-    return {
-        "type": "object",
-        "properties": {"action": {"const": "status"}, **fields},
-        "required": ["action", *required],
-    }
+    refs, defs = msgspec.json.schema_components(kinds, ref_template="#/$defs/{name}")
+    return {"type": "object", "anyOf": list(refs), "$defs": defs}
 
 
 @cache
 def memory() -> Schema:
-    return _answers(
-        _action(
-            "search",
-            {
-                **SCOPE,
-                "query": STRING,
-                "ids": {**IDS, "description": "Each match's best frame id, best first"},
-                "matches": {"type": "array", "items": MATCH},
-                "why_empty": STRING_OR_NULL,
-            },
-        ),
-        {
-            **FRAME,
-            "properties": {
-                **FRAME["properties"],
-                "action": {"const": "show"},
-                "ids": IDS,
-                "image": BOOLEAN,
-            },
-            "required": ["action", *FRAME["required"], "ids", "image"],
-        },
-        _action(
-            "timeline",
-            {
-                **SCOPE,
-                "ids": IDS,
-                "frames": {"type": "array", "items": FRAME},
-                "groups": INTEGER,
-                "why_empty": STRING_OR_NULL,
-            },
-        ),
-        _status(),
-    )
+    from backscroll.contract import READ_ANSWERS, Refusal
 
-
-@cache
-def screen_memory_status() -> Schema:
-    return _answers(
-        _object(
-            {
-                "recording": BOOLEAN,
-                "capture": STRING,
-                "daemon": STRING,
-                "local_only": {"const": True},
-                "frames": INTEGER,
-                "oldest": STRING_OR_NULL,
-                "newest": STRING_OR_NULL,
-                "apps": INTEGER,
-                "text_sources": {"type": "object", "additionalProperties": INTEGER},
-                "thumbnails": INTEGER,
-                "encrypt_text": BOOLEAN,
-                "encrypt_thumbnails": BOOLEAN,
-                "retention_days": INTEGER,
-            }
-        )
-    )
-
-
-@cache
-def screen_memory_recent_context() -> Schema:
-    window = _object(
-        {
-            "app": STRING,
-            "title": STRING,
-            "start": TIME,
-            "end": TIME,
-            "frames": INTEGER,
-            "id": INTEGER,
-            "excerpt": STRING,
-        }
-    )
-    return _answers(
-        _object(
-            {
-                "minutes": INTEGER,
-                "since": TIME,
-                "windows": {"type": "array", "items": window},
-                "more_windows": INTEGER,
-                "why_empty": STRING_OR_NULL,
-            }
-        )
-    )
-
-
-@cache
-def screen_memory_recent_segments() -> Schema:
-    segment = _object(
-        {"app": STRING, "title": STRING, "start": TIME, "end": TIME, "frame_ids": IDS}
-    )
-    return _answers(
-        _object(
-            {
-                "minutes": INTEGER,
-                "since": TIME,
-                "segments": {"type": "array", "items": segment},
-                "why_empty": STRING_OR_NULL,
-            }
-        )
-    )
+    return _generated(*READ_ANSWERS, Refusal)
 
 
 @cache
 def memory_manage() -> Schema:
-    return _answers(
-        _action("pause", {"until": TIME_OR_NULL}),
-        _action("resume", {}),
-        _action("deny", {"deny_apps": {"type": "array", "items": STRING}}),
-        _action(
-            "config",
-            {"changed": {"type": "array", "items": STRING}, "config": {"type": "object"}},
-        ),
-        _action("delete", {**SCOPE, "deleted": INTEGER}),
-        _action(
-            "export",
-            {
-                **SCOPE,
-                "path": STRING,
-                "format": {"enum": ["json", "csv", "html"]},
-                "frames": INTEGER,
-                "thumbnails": INTEGER,
-                "approved": {"const": True},
-            },
-        ),
-    )
+    from backscroll.contract import MANAGE_ANSWERS, Refusal
+
+    return _generated(*MANAGE_ANSWERS, Refusal)
+
+
+def input_schema(tool: str) -> Schema | None:
+    """The ``inputSchema`` of a tool that takes arguments, from its request (``memory`` and
+    ``memory_manage``: their ``Params``); None for ``screen_memory_status``, which takes
+    none."""
+    import msgspec
+
+    from backscroll.contract.screen_memory import ContextRequest, SegmentsRequest
+    from backscroll.tools import MemoryManageTool, MemoryTool
+
+    params = {
+        "memory": MemoryTool.Params,
+        "memory_manage": MemoryManageTool.Params,
+        "screen_memory_recent_context": ContextRequest,
+        "screen_memory_recent_segments": SegmentsRequest,
+    }.get(tool)
+    if params is None:
+        return None
+    schema = msgspec.json.schema(params)
+    body: Schema = schema["$defs"].pop(params.__name__)
+    body.pop("title", None)
+    return {**body, **({"$defs": schema["$defs"]} if schema["$defs"] else {})}
+
+
+@cache
+def screen_memory_status() -> Schema:
+    from backscroll.contract import Refusal
+    from backscroll.contract.screen_memory import ScreenMemoryStatus
+
+    return _generated(ScreenMemoryStatus, Refusal)
+
+
+@cache
+def screen_memory_recent_context() -> Schema:
+    from backscroll.contract import Refusal
+    from backscroll.contract.screen_memory import RecentContext
+
+    return _generated(RecentContext, Refusal)
+
+
+@cache
+def screen_memory_recent_segments() -> Schema:
+    from backscroll.contract import Refusal
+    from backscroll.contract.screen_memory import RecentSegments
+
+    return _generated(RecentSegments, Refusal)
 
 
 def output_schema(tool: str) -> Schema:

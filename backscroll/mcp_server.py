@@ -18,11 +18,25 @@ This module imports the SDK at the top; the CLI imports it only when ``mcp`` run
 """
 
 import base64
+import inspect
 import json
+import operator
 import os
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from functools import reduce
+from types import UnionType
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
+import msgspec
 from mcp.server.mcpserver import (
     AcceptedElicitation,
     Context,
@@ -37,22 +51,14 @@ from mcp.types import Tool as ToolInfo
 from pydantic import BaseModel, Field, PlainValidator, ValidationError
 from pydantic_core import PydanticCustomError
 
-from backscroll.mcp_schemas import output_schema
-from backscroll.screen_memory import (
-    CONTEXT_MAX_MINUTES,
-    CONTEXT_MINUTES,
-    MAX_SEGMENTS,
-    SEGMENT_MAX_MINUTES,
-    SEGMENT_MINUTES,
-    SEGMENTS,
-    recent_context,
-    recent_segments,
-    status_summary,
+from backscroll.contract import parse, shown_number, to_json
+from backscroll.contract.screen_memory import (
+    ContextRequest,
+    SegmentsRequest,
 )
+from backscroll.mcp_schemas import input_schema, output_schema
+from backscroll.screen_memory import recent_context, recent_segments, status_summary
 from backscroll.tools import (
-    MAX_FRAME_ID,
-    MAX_LIMIT,
-    MAX_TIMELINE_LIMIT,
     MemoryManageTool,
     MemoryTool,
     ToolResult,
@@ -60,7 +66,6 @@ from backscroll.tools import (
     describe_export,
     error,
     one_line,
-    shown_number,
 )
 from base.errors import BackscrollError
 
@@ -98,10 +103,6 @@ class ExportApproval(BaseModel):
     )
 
 
-def _d(text: str) -> Any:
-    return Field(description=text)
-
-
 def _text_or_none(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
@@ -119,9 +120,6 @@ else:
     Text = Annotated[str, PlainValidator(_text_or_none, json_schema_input_type=str | None)]
 
 
-PHRASES = "Time phrase: 2h, yesterday, tuesday, last week, this month, 2026-09-01, …"
-
-
 class BackscrollServer(MCPServer):
     """Arguments that do not fit a tool's schema are reported on one line, like every other
     error, rather than as pydantic's multi-line report. An argument the tool does not take is
@@ -131,7 +129,10 @@ class BackscrollServer(MCPServer):
     async def list_tools(self) -> list[ToolInfo]:
         tools = await super().list_tools()
         for tool in tools:
-            tool.input_schema = {**tool.input_schema, "additionalProperties": False}
+            # ``memory`` and ``memory_manage`` publish their ``Params`` (the contract's
+            # descriptions and limits); the SDK's signature only parses the arguments.
+            published = input_schema(tool.name) or tool.input_schema
+            tool.input_schema = {**published, "additionalProperties": False}
             # Declared here rather than derived from a return annotation: a tool returns the
             # CallToolResult it built (text, images, structured content), and one schema
             # names each action's answer and a refusal (see ``backscroll/mcp_schemas.py``).
@@ -176,6 +177,46 @@ def _problem(e: Any) -> str:
     return f"{where}: {e['msg']} (got {shown[:40] + '…' if len(shown) > 40 else shown})"
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def takes(params: type[msgspec.Struct], **leading: Any) -> Callable[[F], F]:
+    """Give a tool the arguments of ``params`` as its signature, which is what the SDK reads
+    (and parses each call's arguments with): their names, types and defaults are written
+    once, in the Struct. ``leading``: parameters the SDK fills itself (a resolver's)."""
+
+    def give(tool: F) -> F:
+        hints = get_type_hints(params, include_extras=True)
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        parameters = [inspect.Parameter(n, keyword, annotation=a) for n, a in leading.items()]
+        for field in msgspec.structs.fields(params):
+            default = inspect.Parameter.empty if field.required else field.default
+            annotation = _parsed(hints[field.name])
+            parameters.append(
+                inspect.Parameter(field.name, keyword, default=default, annotation=annotation)
+            )
+        tool.__signature__ = inspect.Signature(parameters, return_annotation=CallToolResult)  # type: ignore[attr-defined]
+        # The SDK finds a resolver's parameter in the annotations.
+        annotations = {p.name: p.annotation for p in parameters}
+        tool.__annotations__ = {**annotations, "return": CallToolResult}
+        return tool
+
+    return give
+
+
+def _parsed(annotation: Any) -> Any:
+    """A Struct field's type as the SDK should parse it: without msgspec's constraints (the
+    Struct checks those), and an optional string as ``Text``."""
+    if get_origin(annotation) is Annotated:
+        return _parsed(get_args(annotation)[0])
+    if get_origin(annotation) in (Union, UnionType):
+        members = [_parsed(member) for member in get_args(annotation)]
+        if set(members) == {str, type(None)}:
+            return Text
+        return reduce(operator.or_, members)
+    return annotation
+
+
 def build_server(
     home: Home = None, *, allow_manage: bool = False, allow_export: bool = False
 ) -> MCPServer:
@@ -194,45 +235,13 @@ def _add_memory(server: MCPServer, home: Home) -> None:
     reader = MemoryTool(home)
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
-    async def memory(
-        action: Annotated[Literal["search", "show", "timeline", "status"], _d("What to do")],
-        query: Annotated[
-            Text,
-            _d(
-                "Search terms (search). All terms must match (else matches with a word one "
-                "letter off in OCR'd text, marked fuzzy; else near misses with some, marked "
-                "near_miss); quote phrases; invoice* for prefix"
-            ),
-        ] = None,
-        since: Annotated[Text, _d(f"Start of the window. {PHRASES}")] = None,
-        until: Annotated[Text, _d("End of the window (same formats)")] = None,
-        app: Annotated[
-            Text, _d("Only frames whose app name, window title or page address contains this")
-        ] = None,
-        limit: Annotated[
-            int,
-            _d(f"Max results: search 1..{MAX_LIMIT}, timeline 1..{MAX_TIMELINE_LIMIT}"),
-        ] = 15,
-        id: Annotated[
-            int | None, _d(f"Frame id (show), 0..{MAX_FRAME_ID}, from search or timeline")
-        ] = None,
-        include_image: Annotated[bool, _d("Attach the decrypted thumbnail on show")] = True,
-    ) -> CallToolResult:
+    @takes(MemoryTool.Params)
+    async def memory(**arguments: Any) -> CallToolResult:
         """Recall what was on screen: search (best match first), show one frame in full with
         its thumbnail, a timeline, or the status. Read-only; everything stays local. Leave out
         what you do not need: an empty or blank string, an unknown argument or a number out
         of its range is refused with one line that names it."""
-        params = MemoryTool.Params(
-            action=action,
-            query=query,
-            since=since,
-            until=until,
-            app=app,
-            limit=limit,
-            id=id,
-            include_image=include_image,
-        )
-        return to_mcp(await reader.execute(None, params))
+        return to_mcp(await reader.execute(None, MemoryTool.Params(**arguments)))
 
 
 def _add_screen_memory(server: MCPServer, home: Home) -> None:
@@ -245,39 +254,18 @@ def _add_screen_memory(server: MCPServer, home: Home) -> None:
         return await _json_tool(lambda: status_summary(home))
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
-    async def screen_memory_recent_context(
-        minutes: Annotated[
-            int,
-            _d(
-                f"How far back, in minutes: at least 1, default {CONTEXT_MINUTES}; more than "
-                f"{CONTEXT_MAX_MINUTES} reads as {CONTEXT_MAX_MINUTES}"
-            ),
-        ] = CONTEXT_MINUTES,
-    ) -> CallToolResult:
+    @takes(ContextRequest)
+    async def screen_memory_recent_context(**arguments: Any) -> CallToolResult:
         """Bounded recent context: one entry per window seen in the last N minutes (app,
         title, first and last time, a short text excerpt), newest first."""
-        return await _json_tool(lambda: recent_context(home, minutes))
+        return await _json_tool(lambda: recent_context(home, parse(ContextRequest, arguments)))
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
-    async def screen_memory_recent_segments(
-        minutes: Annotated[
-            int,
-            _d(
-                f"How far back, in minutes: at least 1, default {SEGMENT_MINUTES}; more than "
-                f"{SEGMENT_MAX_MINUTES} reads as {SEGMENT_MAX_MINUTES}"
-            ),
-        ] = SEGMENT_MINUTES,
-        limit: Annotated[
-            int,
-            _d(
-                f"Most segments to return: at least 1, default {SEGMENTS}; more than "
-                f"{MAX_SEGMENTS} reads as {MAX_SEGMENTS}"
-            ),
-        ] = SEGMENTS,
-    ) -> CallToolResult:
+    @takes(SegmentsRequest)
+    async def screen_memory_recent_segments(**arguments: Any) -> CallToolResult:
         """Recent segments: stretches of time in one window (app, title, start, end, frame
         ids), newest first. Frame ids work with memory(action="show")."""
-        return await _json_tool(lambda: recent_segments(home, minutes, limit))
+        return await _json_tool(lambda: recent_segments(home, parse(SegmentsRequest, arguments)))
 
 
 def _export_approval(allow_export: bool) -> Callable[..., Awaitable[Elicit[ExportApproval] | str]]:
@@ -320,73 +308,20 @@ def _export_approval(allow_export: bool) -> Callable[..., Awaitable[Elicit[Expor
     return approve_export
 
 
-# The manage tool's arguments whose descriptions take several lines, named here so that the
-# tool's signature reads one argument a line.
-ManageAction = Annotated[
-    Literal["pause", "resume", "deny", "config", "delete", "export"], _d("What to do")
-]
-CaptureTrigger = Annotated[Literal["events", "interval"] | None, _d("Capture trigger (config)")]
-ExportPath = Annotated[
-    Text, _d("export: new or empty folder (default ~/Downloads/backscroll-memory-<time>)")
-]
-ExportFormat = Annotated[
-    Literal["json", "csv", "html"],
-    _d("export: frames.json, frames.csv, or a browsable index.html"),
-]
-
-
 def _add_manage(server: MCPServer, home: Home, allow_export: bool) -> None:
     manager = MemoryManageTool(home)
     approve_export = _export_approval(allow_export)
 
+    approval = Annotated[ElicitationResult[ExportApproval], Resolve(approve_export)]
+
     @server.tool(annotations=DESTRUCTIVE, structured_output=False)
-    async def memory_manage(
-        action: ManageAction,
-        approval: Annotated[ElicitationResult[ExportApproval], Resolve(approve_export)],
-        duration: Annotated[Text, _d("pause length, e.g. 30m, 2h (omit: until resumed)")] = None,
-        deny_add: Annotated[Text, _d("Deny-list pattern to add (deny)")] = None,
-        deny_remove: Annotated[Text, _d("Deny-list pattern to remove (deny)")] = None,
-        interval_seconds: Annotated[float | None, _d("Capture interval (config)")] = None,
-        storage_cap_mb: Annotated[int | None, _d("Storage cap in MB (config)")] = None,
-        retention_days: Annotated[int | None, _d("Retention in days (config)")] = None,
-        trigger: CaptureTrigger = None,
-        redact: Annotated[bool | None, _d("Scrub secrets from new frames (config)")] = None,
-        encrypt_text: Annotated[bool | None, _d("Encrypt new frames' text (config)")] = None,
-        encrypt_thumbnails: Annotated[bool | None, _d("Encrypt new thumbnails (config)")] = None,
-        since: Annotated[Text, _d(f"Scope for delete and export. {PHRASES}")] = None,
-        until: Annotated[Text, _d("Scope end for delete and export")] = None,
-        app: Annotated[Text, _d("Scope for delete and export: app, title or page address")] = None,
-        confirm: Annotated[bool, _d("Required (true) for delete")] = False,
-        path: ExportPath = None,
-        format: ExportFormat = "json",
-        query: Annotated[Text, _d("export: only moments matching this search")] = None,
-        thumbnails: Annotated[bool, _d("export: include decrypted JPEG thumbnails")] = True,
-    ) -> CallToolResult:
+    @takes(MemoryManageTool.Params, approval=approval)
+    async def memory_manage(approval: Any, **arguments: Any) -> CallToolResult:
         """Change capture settings, delete or export history. delete needs a scope (since,
         until or app) and confirm=true; export asks the person for approval first. An empty
         or blank string is refused, never read as "everything"; so is an unknown argument
         or a number that is not finite."""
-        params = MemoryManageTool.Params(
-            action=action,
-            duration=duration,
-            deny_add=deny_add,
-            deny_remove=deny_remove,
-            interval_seconds=interval_seconds,
-            storage_cap_mb=storage_cap_mb,
-            retention_days=retention_days,
-            trigger=trigger,
-            redact=redact,
-            encrypt_text=encrypt_text,
-            encrypt_thumbnails=encrypt_thumbnails,
-            since=since,
-            until=until,
-            app=app,
-            confirm=confirm,
-            path=path,
-            format=format,
-            query=query,
-            thumbnails=thumbnails,
-        )
+        params = MemoryManageTool.Params(**arguments)
         return await _manage(manager, params, approval)
 
 
@@ -457,11 +392,11 @@ def _json(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
-async def _json_tool(work: Callable[[], dict[str, Any]]) -> CallToolResult:
+async def _json_tool(work: Callable[[], msgspec.Struct]) -> CallToolResult:
     import asyncio
 
     try:
-        data = await asyncio.to_thread(work)
+        data = to_json(await asyncio.to_thread(work))
     except BackscrollError as exc:
         return to_mcp(error(str(exc)))
     return CallToolResult(

@@ -13,6 +13,7 @@ from pathlib import Path
 import msgspec
 
 from backscroll import keys
+from backscroll.contract.answers import Counts
 from base.config import Config
 from base.home import Layout
 from projector.state import FrameStats, State
@@ -21,26 +22,11 @@ TEXT_SOURCES = ("ax", "none", "ocr")
 """Every text source, in the order ``status`` lists them, shown even when none has frames."""
 
 
-class Stats(msgspec.Struct, frozen=True, kw_only=True):
-    """``MemoryStore.stats()``: the spec's status fields."""
+class Stats(Counts, kw_only=True):
+    """``MemoryStore.stats()``: the spec's status fields, the span as times."""
 
-    frames: int
     oldest: datetime | None
     newest: datetime | None
-    apps: int
-    thumb_bytes: int
-    db_bytes: int
-    """The spec's name: here, the log's and the views' bytes together."""
-    total_bytes: int
-    text_sources: dict[str, int]
-    encrypted_text_frames: int
-    thumbnails: int
-    encrypted_thumbnails: int
-    encrypt_text: bool
-    encrypt_thumbnails: bool
-    key_store: str | None
-    """``keyring`` or ``file``; None before the first encrypted write."""
-    encryption_available: bool
 
 
 class DiskUse(msgspec.Struct, frozen=True, kw_only=True):

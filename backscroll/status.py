@@ -1,8 +1,8 @@
 """``backscroll status``: the store's stats beside the daemon's heartbeat and the config.
 
-One record, ``Status``, for ``status --json`` and the agent tools, and ``render`` for the
-text. The stats themselves are ``backscroll.stats``, below the store, so that the store never
-needs this module.
+``collect`` makes the answer contract's ``Status`` (``status --json``, the agent tools), and
+``render`` its text. The stats themselves are ``backscroll.stats``, below the store, so that
+the store never needs this module.
 """
 
 from __future__ import annotations
@@ -10,12 +10,10 @@ from __future__ import annotations
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
-
-import msgspec
 
 from backscroll import keys
-from backscroll.heartbeat import Heartbeat, read_heartbeat
+from backscroll.contract import Counts, DaemonState, DaemonStatus, Status
+from backscroll.heartbeat import read_heartbeat
 from backscroll.stats import disk_use, stats
 from backscroll.store import MemoryStore
 from base.clock import now_us
@@ -25,84 +23,6 @@ from projector.state import Damage, Pause, Weakened
 # A heartbeat older than this (with a live pid) means the daemon is stuck, not running.
 STALE_TICK_SECONDS = 30
 LOCAL_SECOND = "%Y-%m-%d %H:%M:%S"
-
-DaemonState = Literal["running", "not responding", "died", "not running"]
-
-
-class Daemon(msgspec.Struct, frozen=True, kw_only=True):
-    """The capture daemon, as its heartbeat and the log's record of stopped runs tell it."""
-
-    state: DaemonState
-    beat: Heartbeat | None = None
-    """Its last heartbeat; None when there is none (never started, or stopped cleanly)."""
-    tick_age_seconds: float | None = None
-    """Seconds since that heartbeat; only for a daemon whose process is alive."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """``status --json``'s ``daemon``: the heartbeat's fields, then the state."""
-        shown: dict[str, Any] = msgspec.to_builtins(self.beat) if self.beat else {}
-        shown["state"] = self.state
-        if self.tick_age_seconds is not None:
-            shown["tick_age_seconds"] = self.tick_age_seconds
-        return shown
-
-
-class Status(msgspec.Struct, frozen=True, kw_only=True):
-    """What ``status`` shows. ``status --json`` prints these fields in this order (see
-    ``to_dict``): the spec's ``Stats`` fields among them, under the same names."""
-
-    daemon: Daemon
-    capture: str
-    """``active``, or ``paused until …`` with the pause's reason."""
-    store: str
-    frames: int
-    oldest: str | None
-    """Local time to the second, as printed; None without frames (so is ``newest``)."""
-    newest: str | None
-    apps: int
-    thumb_bytes: int
-    db_bytes: int
-    """The spec's name for ``log_bytes`` + ``index_bytes``: there is no database."""
-    log_bytes: int
-    index_bytes: int
-    """The views' bytes (the search index, the state, the frames' table)."""
-    total_bytes: int
-    storage_cap_mb: int
-    retention_days: int
-    trigger: str
-    poll_seconds: float
-    min_interval_seconds: float
-    interval_seconds: float
-    text_sources: dict[str, int]
-    redact: bool
-    encrypted_text_frames: int
-    thumbnails: int
-    encrypted_thumbnails: int
-    encrypt_text: bool
-    encrypt_thumbnails: bool
-    key_store: str | None
-    key_problem: str | None
-    key_weak: bool
-    encryption_available: bool
-    deny_apps: list[str]
-    pause_hotkey: str
-    search: str
-    views_lag: int
-    views_behind_why: str
-    config_problem: str | None
-    config_weakened: str | None
-    damage: list[str]
-    skipped_events: list[str]
-    backend: str | None
-    """The running daemon's capture backend, else the one ``start`` would choose here
-    (None: none; ``abilities`` says why)."""
-    abilities: list[str]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The record as ``status --json`` prints it, with the daemon's fields flattened."""
-        shown: dict[str, Any] = msgspec.to_builtins(self)
-        shown["daemon"] = self.daemon.to_dict()
-        return shown
 
 
 def collect(store: MemoryStore) -> Status:
@@ -116,36 +36,25 @@ def collect(store: MemoryStore) -> Status:
     stopped = {run.pid for run in state.runs if run.stopped_us is not None}
     daemon = _daemon_state(store.home, stopped)
     backend, abilities = _backend(daemon, config.capture_backend)
+    shared = {name: getattr(counts, name) for name in Counts.__struct_fields__}
     return Status(
+        **shared,
         daemon=daemon,
         capture=_capture_state(state.pause, now_us()),
         store=str(store.home),
-        frames=counts.frames,
         oldest=_shown(counts.oldest),
         newest=_shown(counts.newest),
-        apps=counts.apps,
-        thumb_bytes=counts.thumb_bytes,
-        db_bytes=counts.db_bytes,
         log_bytes=disk.log,
         index_bytes=disk.views,
-        total_bytes=counts.total_bytes,
         storage_cap_mb=config.storage_cap_mb,
         retention_days=config.retention_days,
         trigger=config.trigger,
         poll_seconds=config.poll_seconds,
         min_interval_seconds=config.min_interval_seconds,
         interval_seconds=config.interval_seconds,
-        text_sources=counts.text_sources,
         redact=config.redact,
-        encrypted_text_frames=counts.encrypted_text_frames,
-        thumbnails=counts.thumbnails,
-        encrypted_thumbnails=counts.encrypted_thumbnails,
-        encrypt_text=counts.encrypt_text,
-        encrypt_thumbnails=counts.encrypt_thumbnails,
-        key_store=counts.key_store,
         key_problem=key.problem,
         key_weak=key.weak,
-        encryption_available=counts.encryption_available,
         deny_apps=list(config.deny_apps),
         pause_hotkey=config.pause_hotkey,
         search="tantivy",
@@ -190,14 +99,14 @@ def render(info: Status) -> str:
         f"stored encrypted); text {enc_x} ({info.encrypted_text_frames}/{info.frames}); "
         f"key: {key}",
     ]
-    beat = info.daemon.beat
-    if beat is not None and beat.redactions is not None:
-        lines.append(f"  redacted:  {sum(beat.redactions.values())} secret(s) this daemon run")
+    daemon = info.daemon
+    if daemon.redactions is not None:
+        lines.append(f"  redacted:  {sum(daemon.redactions.values())} secret(s) this daemon run")
     lines.append(f"  desktop:   {info.backend or 'no capture backend here'}")
     lines += [f"             {line}" for line in info.abilities]
     lines += [
         f"  deny list: {', '.join(info.deny_apps)}",
-        f"  hotkey:    {info.pause_hotkey or 'off'}{_hotkey_note(beat)}",
+        f"  hotkey:    {info.pause_hotkey or 'off'}{_hotkey_note(daemon)}",
         f"  search:    Tantivy{_lag(info.views_lag, info.views_behind_why)}",
     ]
     if not info.encryption_available:
@@ -222,15 +131,15 @@ def render(info: Status) -> str:
     return True
 
 
-def _daemon_state(home: Path, stopped_pids: set[int]) -> Daemon:
+def _daemon_state(home: Path, stopped_pids: set[int]) -> DaemonStatus:
     beat = read_heartbeat(home)
     if beat is None:
-        return Daemon(state="not running")
+        return DaemonStatus(state="not running")
     if pid_alive(beat.pid) and beat.pid not in stopped_pids:
         age = (now_us() - beat.last_tick_us) / 1e6
         state: DaemonState = "running" if age < STALE_TICK_SECONDS else "not responding"
-        return Daemon(state=state, beat=beat, tick_age_seconds=round(age, 1))
-    return Daemon(state="not running" if beat.pid in stopped_pids else "died", beat=beat)
+        return DaemonStatus.of(state, beat, round(age, 1))
+    return DaemonStatus.of("not running" if beat.pid in stopped_pids else "died", beat, None)
 
 
 def _weakened(weakened: Weakened | None) -> str | None:
@@ -269,20 +178,18 @@ def _capture_state(pause: Pause, now: int) -> str:
     return f"paused{until}{reason}"
 
 
-def _daemon(daemon: Daemon) -> str:
-    beat = daemon.beat
-    if beat is not None and daemon.state == "running":
-        return f"running (pid {beat.pid}, last tick: {beat.last_outcome or '?'})"
-    if beat is not None and daemon.state == "died":
-        return f"not running (pid {beat.pid} died without stopping)"
+def _daemon(daemon: DaemonStatus) -> str:
+    if daemon.pid is not None and daemon.state == "running":
+        return f"running (pid {daemon.pid}, last tick: {daemon.last_outcome or '?'})"
+    if daemon.pid is not None and daemon.state == "died":
+        return f"not running (pid {daemon.pid} died without stopping)"
     return daemon.state
 
 
-def _backend(daemon: Daemon, choice: str) -> tuple[str | None, list[str]]:
+def _backend(daemon: DaemonStatus, choice: str) -> tuple[str | None, list[str]]:
     """The running daemon's backend and abilities; else what ``start`` would pick here."""
-    beat = daemon.beat
-    if beat is not None and daemon.state == "running" and beat.backend:
-        return beat.backend, list(beat.abilities or ())
+    if daemon.state == "running" and daemon.backend:
+        return daemon.backend, list(daemon.abilities or ())
     import os
 
     from capture.platform import session
@@ -297,8 +204,8 @@ def _backend(daemon: Daemon, choice: str) -> tuple[str | None, list[str]]:
     return None, [f"capture on {sys.platform} is not supported"]
 
 
-def _hotkey_note(beat: Heartbeat | None) -> str:
-    note = beat.hotkey_problem if beat is not None else None
+def _hotkey_note(daemon: DaemonStatus) -> str:
+    note = daemon.hotkey_problem
     return f" (not active: {note})" if note else ""
 
 

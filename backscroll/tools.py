@@ -5,6 +5,10 @@ deletion, export), with the spec's parameters.
     r = await tool.execute(ctx, MemoryTool.Params(action="search", query="error"))
     r.output, r.metadata["ids"], r.attachments
 
+Each action parses its request of the answer contract (``backscroll.contract``) from the
+parameters and makes one call of ``backscroll.answer``; ``r.metadata`` is the answer's JSON,
+the same as the CLI's ``--json`` and the MCP ``structuredContent``.
+
 Every failure the caller can fix (a bad phrase, an unknown id, a missing scope) comes back
 as a ``ToolResult`` with ``is_error=True`` and one line of ``output``, never as an exception.
 Arguments are checked before the store is opened, and a refusal names the argument and why:
@@ -21,31 +25,39 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import math
 import os
 import re
 from collections.abc import Awaitable, Callable
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
 import msgspec
+from msgspec import Meta
 
+from backscroll import answer, contract
+from backscroll.contract import (
+    MAX_FRAME_ID,
+    MAX_LIMIT,
+    MAX_TIMELINE_LIMIT,
+    AppText,
+    Duration,
+    Folder,
+    Matching,
+    Pattern,
+    Since,
+    Text,
+    Until,
+)
 from base.errors import BackscrollError, UsageError
 
 if TYPE_CHECKING:
     from backscroll.store import MemoryStore
-    from query.moments import Moment
-    from query.search import Hit
 
 T = TypeVar("T")
+R = TypeVar("R", bound=contract.Request)
 
 ReadAction = Literal["search", "show", "timeline", "status"]
 ManageAction = Literal["pause", "resume", "deny", "config", "delete", "export"]
-MAX_LIMIT = 1000  # search results, as `backscroll search --limit`
-MAX_TIMELINE_LIMIT = 10_000  # timeline frames, as `backscroll timeline --limit`
-# A frame id is its log offset, a signed 64-bit integer on disk (eventlog's ``Offset``).
-MAX_FRAME_ID = 2**63 - 1
 
 
 class Approver(Protocol):
@@ -67,10 +79,16 @@ class ToolResult(msgspec.Struct, kw_only=True):
     is_error: bool = False
 
 
-def error(message: str, **metadata: Any) -> ToolResult:
-    """A refusal: ``message`` made one line, as every error is (see ``one_line``)."""
-    message = one_line(message)
-    return ToolResult(output=message, metadata={"error": message, **metadata}, is_error=True)
+def error(message: str, action: str | None = None, approved: bool | None = None) -> ToolResult:
+    """A refusal (``contract.Refusal``): ``message`` made one line, as every error is (see
+    ``one_line``)."""
+    refusal = contract.Refusal(error=one_line(message), action=action, approved=approved)
+    return ToolResult(output=refusal.error, metadata=contract.to_json(refusal), is_error=True)
+
+
+def answered(result: msgspec.Struct, output: str, **kwargs: Any) -> ToolResult:
+    """An answer of the contract, its JSON as the metadata."""
+    return ToolResult(output=output, metadata=contract.to_json(result), **kwargs)
 
 
 # What ``str.splitlines`` breaks on, the other control characters, and lone surrogates (which
@@ -103,15 +121,34 @@ class MemoryTool(_Tool):
 
     name = "memory"
 
-    class Params(msgspec.Struct, kw_only=True):
-        action: ReadAction
-        query: str | None = None
-        since: str | None = None
-        until: str | None = None
-        app: str | None = None
-        limit: int = 15
-        id: int | None = None
-        include_image: bool = True
+    class Params(contract.Request, kw_only=True):
+        """The spec's parameters; each action reads its own (``contract.SearchRequest``, …),
+        which hold the exact limits."""
+
+        action: Annotated[ReadAction, Meta(description="What to do")]
+        query: Annotated[
+            Text | None,
+            Meta(
+                description="Search terms (search). All terms must match (else matches with a "
+                "word one letter off in OCR'd text, marked fuzzy; else near misses with some, "
+                "marked near_miss); quote phrases; invoice* for prefix"
+            ),
+        ] = None
+        since: Since = None
+        until: Until = None
+        app: AppText = None
+        # Its range depends on the action: ``SearchRequest`` and ``TimelineRequest`` hold it.
+        limit: Annotated[
+            int,
+            Meta(
+                description=f"Max results: search 1..{MAX_LIMIT}, timeline 1..{MAX_TIMELINE_LIMIT}"
+            ),
+        ] = 15
+        id: Annotated[
+            Annotated[int, Meta(ge=0, le=MAX_FRAME_ID)] | None,
+            Meta(description=f"Frame id (show), 0..{MAX_FRAME_ID}, from search or timeline"),
+        ] = None
+        include_image: Annotated[bool, Meta(description=f"show: {contract.INCLUDE_IMAGE}")] = True
 
     async def execute(self, ctx: object, params: MemoryTool.Params) -> ToolResult:
         handlers = {
@@ -124,67 +161,38 @@ class MemoryTool(_Tool):
         if handler is None:
             return error(f"unknown action {params.action!r}: use search, show, timeline or status")
         try:
-            check_read(params)
-            return await self._run(lambda: handler(params))
+            checked = recheck(params)
+            return await self._run(lambda: handler(checked))
         except BackscrollError as exc:
             return error(str(exc), action=params.action)
 
     def _search(self, p: Params) -> ToolResult:
-        from query.phrases import resolve_window
-        from query.render import search_text
-
         if p.query is None:
             raise UsageError("search needs a query")
-        start, end = resolve_window(p.since, p.until)
+        request = taken(contract.SearchRequest, p)
         with self._store() as store:
-            moments = store.moments(p.query, start=start, end=end, app=p.app, limit=p.limit)
-            exact = bool(moments) and not (moments[0].hit.near_miss or moments[0].hit.fuzzy)
-            why = None if exact else store.why_empty(start, end, p.app)
-        meta = _scope(start, end, p.app) | {
-            "action": "search",
-            "query": p.query,
-            "ids": [m.hit.id for m in moments],
-            "matches": [moment_dict(m) for m in moments],
-            "why_empty": why,
-        }
-        output = search_text(p.query, moments, start, end, p.app, why)
-        return ToolResult(output=output, metadata=meta)
+            reply = answer.search(store, request)
+        return answered(reply.answer, reply.text)
 
     def _show(self, p: Params) -> ToolResult:
-        from query.render import show_text
-
         if p.id is None:
             raise UsageError("show needs an id (a frame id from search or timeline)")
         with self._store() as store:
-            hit = store.get(p.id)
-            jpeg = store.thumbnail(hit) if p.include_image else None
-        attachments = [Attachment("image/jpeg", jpeg, f"frame-{hit.id}.jpg")] if jpeg else []
-        meta = hit_dict(hit) | {"action": "show", "ids": [hit.id], "image": bool(attachments)}
-        return ToolResult(output=show_text(hit), metadata=meta, attachments=attachments)
+            shown = answer.show(store, taken(contract.ShowRequest, p))
+        name = f"frame-{shown.answer.id}.jpg"
+        attachments = [Attachment("image/jpeg", shown.jpeg, name)] if shown.jpeg else []
+        return answered(shown.answer, shown.text, attachments=attachments)
 
     def _timeline(self, p: Params) -> ToolResult:
-        from query.phrases import resolve_window
-        from query.render import group_hits, timeline_text
-
-        start, end = resolve_window(p.since, p.until)
+        request = taken(contract.TimelineRequest, p)
         with self._store() as store:
-            hits = store.timeline(start=start, end=end, app=p.app, limit=p.limit)
-            why = None if hits else store.why_empty(start, end, p.app)
-        meta = _scope(start, end, p.app) | {
-            "action": "timeline",
-            "ids": [h.id for h in hits],
-            "frames": [hit_dict(h) for h in hits],
-            "groups": len(group_hits(hits)),
-            "why_empty": why,
-        }
-        return ToolResult(output=timeline_text(hits, start, end, p.app, why), metadata=meta)
+            reply = answer.timeline(store, request)
+        return answered(reply.answer, reply.text)
 
     def _status(self, p: Params) -> ToolResult:
-        from backscroll.status import collect, render
-
         with self._store() as store:
-            info = collect(store)
-        return ToolResult(output=render(info), metadata={"action": "status", **info.to_dict()})
+            reply = answer.status(store)
+        return answered(reply.answer, reply.text)
 
 
 class MemoryManageTool(_Tool):
@@ -192,26 +200,34 @@ class MemoryManageTool(_Tool):
 
     name = "memory_manage"
 
-    class Params(msgspec.Struct, kw_only=True):
-        action: ManageAction
-        duration: str | None = None
-        deny_add: str | None = None
-        deny_remove: str | None = None
-        interval_seconds: float | None = None
-        storage_cap_mb: int | None = None  # whole numbers, as the config holds them
-        retention_days: int | None = None
-        trigger: Literal["events", "interval"] | None = None
-        redact: bool | None = None
-        encrypt_text: bool | None = None
-        encrypt_thumbnails: bool | None = None
-        since: str | None = None
-        until: str | None = None
-        app: str | None = None
-        confirm: bool = False
-        path: str | None = None
-        format: Literal["json", "csv", "html"] = "json"
-        query: str | None = None
-        thumbnails: bool = True
+    class Params(contract.Request, kw_only=True):
+        """The spec's parameters; each action reads its own (``contract.PauseRequest``, …)."""
+
+        action: Annotated[ManageAction, Meta(description="What to do")]
+        duration: Duration = None
+        deny_add: Pattern = None
+        deny_remove: Pattern = None
+        interval_seconds: Annotated[float | None, Meta(description=contract.INTERVAL)] = None
+        storage_cap_mb: Annotated[int | None, Meta(description=contract.STORAGE_CAP)] = None
+        retention_days: Annotated[int | None, Meta(description=contract.RETENTION)] = None
+        trigger: Annotated[
+            Literal["events", "interval"] | None, Meta(description=contract.TRIGGER)
+        ] = None
+        redact: Annotated[bool | None, Meta(description=contract.REDACT)] = None
+        encrypt_text: Annotated[bool | None, Meta(description=contract.ENCRYPT_TEXT)] = None
+        encrypt_thumbnails: Annotated[
+            bool | None, Meta(description=contract.ENCRYPT_THUMBNAILS)
+        ] = None
+        since: Since = None
+        until: Until = None
+        app: AppText = None
+        confirm: Annotated[bool, Meta(description=contract.CONFIRM)] = False
+        path: Folder = None
+        format: Annotated[
+            Literal["json", "csv", "html"], Meta(description=f"export: {contract.FORMAT}")
+        ] = "json"
+        query: Matching = None
+        thumbnails: Annotated[bool, Meta(description=f"export: {contract.THUMBNAILS}")] = True
 
     async def execute(self, ctx: object, params: MemoryManageTool.Params) -> ToolResult:
         handlers: dict[str, Callable[[MemoryManageTool.Params], ToolResult]] = {
@@ -222,7 +238,6 @@ class MemoryManageTool(_Tool):
             "delete": self._delete,
         }
         try:
-            check_manage(params)
             if params.action == "export":
                 return await self._export(ctx, params)
             handler = handlers.get(params.action)
@@ -231,125 +246,90 @@ class MemoryManageTool(_Tool):
                     f"unknown action {params.action!r}: "
                     "use pause, resume, deny, config, delete or export"
                 )
-            return await self._run(lambda: handler(params))
+            checked = recheck(params)
+            return await self._run(lambda: handler(checked))
         except BackscrollError as exc:
             return error(str(exc), action=params.action)
 
     def _pause(self, p: Params) -> ToolResult:
-        from backscroll.actions import pause, pause_until
-
-        until = pause_until(p.duration)
         with self._store() as store:
-            pause(store, until, origin="tool")
-        shown = f"until {until.astimezone():%Y-%m-%d %H:%M}" if until else "until resumed"
-        meta = {"action": "pause", "until": until.isoformat() if until else None}
-        return ToolResult(output=f"Screen memory capture paused {shown}.", metadata=meta)
+            result = answer.pause(store, taken(contract.PauseRequest, p), "tool")
+        until = result.until
+        shown = f"until {until:%Y-%m-%d %H:%M}" if until else "until resumed"
+        return answered(result, f"Screen memory capture paused {shown}.")
 
     def _resume(self, p: Params) -> ToolResult:
-        from backscroll.actions import resume
-
         with self._store() as store:
-            resume(store, origin="tool")
-        return ToolResult(output="Screen memory capture resumed.", metadata={"action": "resume"})
+            result = answer.resume(store, "tool")
+        return answered(result, "Screen memory capture resumed.")
 
     def _deny(self, p: Params) -> ToolResult:
-        from backscroll.actions import deny
-
         with self._store() as store:
-            if p.deny_add or p.deny_remove:
-                deny(store, p.deny_add, p.deny_remove, origin="tool")
-            patterns = list(store.config.deny_apps)
+            result = answer.deny(store, taken(contract.DenyRequest, p), "tool")
         changes = [f"added '{p.deny_add}'"] if p.deny_add else []
         changes += [f"removed '{p.deny_remove}'"] if p.deny_remove else []
         head = f"Deny list: {', '.join(changes)}." if changes else "Deny list unchanged."
-        meta = {"action": "deny", "deny_apps": patterns}
-        return ToolResult(output=f"{head}\nNever recorded: {', '.join(patterns)}", metadata=meta)
+        return answered(result, f"{head}\nNever recorded: {', '.join(result.deny_apps)}")
 
     def _config(self, p: Params) -> ToolResult:
-        keys = (
-            "interval_seconds",
-            "storage_cap_mb",
-            "retention_days",
-            "trigger",
-            "redact",
-            "encrypt_text",
-            "encrypt_thumbnails",
-        )
-        changes = {k: getattr(p, k) for k in keys if getattr(p, k) is not None}
         with self._store() as store:
-            config = store.set_config("tool", **changes) if changes else store.config
-        data = config.to_dict()
+            result = answer.configure(store, taken(contract.ConfigRequest, p), "tool")
+        data = result.config.to_dict()
         lines = [f"{k}: {_shown(v)}" for k, v in data.items()]
-        head = "Changed " + ", ".join(changes) + "." if changes else "Current configuration:"
-        if {"redact", "encrypt_text", "encrypt_thumbnails"} & changes.keys():
+        changed = result.changed
+        head = "Changed " + ", ".join(changed) + "." if changed else "Current configuration:"
+        if result.reindex_needed:
             head += " New frames follow it now; `backscroll reindex` converts stored ones."
-        meta = {"action": "config", "changed": sorted(changes), "config": data}
-        return ToolResult(output="\n".join([head, *lines]), metadata=meta)
+        return answered(result, "\n".join([head, *lines]))
 
     def _delete(self, p: Params) -> ToolResult:
-        from backscroll.actions import delete
-        from query.phrases import resolve_window
-        from query.render import window_text
-
+        # An agent names what it deletes: no scope is refused here, never read as everything.
         if not (p.since or p.until or p.app):
             return error("delete needs a scope (since, until or app); nothing was deleted")
-        start, end = resolve_window(p.since, p.until)
-        scope = window_text(start, end) + (f", app~'{p.app}'" if p.app else "")
-        if not p.confirm:
-            return error(f"delete needs confirm=true; nothing was deleted (scope: {scope})")
+        request = taken(contract.DeleteRequest, p)
         with self._store() as store:
-            removed = delete(store, start=start, end=end, app=p.app, origin="tool")
-        meta = _scope(start, end, p.app) | {"action": "delete", "deleted": removed}
-        return ToolResult(output=f"Deleted {removed} frame(s) in {scope}.", metadata=meta)
+            result = answer.delete(store, request, "tool")
+        scope = answer.scope_text(result.start, result.end, result.app)
+        return answered(result, f"Deleted {result.deleted} frame(s) in {scope}.")
 
     async def _export(self, ctx: object, p: Params) -> ToolResult:
-        folder = check_export(p)
+        request = check_export(p)
         detail = describe_export(p)
         if not await ask_approval(ctx, "export", detail):
             return error(f"export refused: not approved ({detail})", approved=False)
 
         def work() -> ToolResult:
-            from backscroll.export import export
-            from query.phrases import resolve_window
-
-            start, end = resolve_window(p.since, p.until)
             with self._store() as store:
-                result = export(
-                    store,
-                    folder,
-                    p.format,
-                    start=start,
-                    end=end,
-                    app=p.app,
-                    query=p.query,
-                    thumbnails=p.thumbnails,
-                )
-            meta = _scope(start, end, p.app) | {
-                "action": "export",
-                "path": str(result.path),
-                "format": p.format,
-                "frames": result.frames,
-                "thumbnails": result.thumbnails,
-                "approved": True,
-            }
+                result = answer.export(store, request)
             output = (
                 f"Exported {result.frames} frame(s) and {result.thumbnails} thumbnail(s), "
                 f"decrypted, to {result.path}."
             )
-            return ToolResult(output=output, metadata=meta)
+            return answered(result, output)
 
         return await self._run(work)
 
 
-def check_export(p: MemoryManageTool.Params) -> Path:
-    """Validate an export's parameters before anyone is asked; returns its folder."""
-    from backscroll.export import check_folder, check_format, default_folder
-    from query.phrases import resolve_window
+def recheck(params: R) -> R:
+    """A tool's parameters, as given (a host may skip their types), parsed and checked."""
+    return contract.parse(type(params), msgspec.structs.asdict(params))
 
-    check_manage(p)
-    check_format(p.format)
-    resolve_window(p.since, p.until)
-    return check_folder(Path(p.path) if p.path else default_folder())
+
+def taken(kind: type[R], params: contract.Request) -> R:
+    """The request of one action: the parameters it takes."""
+    given = msgspec.structs.asdict(params)
+    return contract.parse(kind, {k: v for k, v in given.items() if k in kind.__struct_fields__})
+
+
+def check_export(p: MemoryManageTool.Params) -> contract.ExportRequest:
+    """Validate an export's parameters before anyone is asked; returns its request, with its
+    folder made absolute."""
+    from backscroll.export import check_folder, default_folder
+
+    request = taken(contract.ExportRequest, recheck(p))
+    answer.window(request.since, request.until)
+    folder = check_folder(Path(request.path) if request.path else default_folder())
+    return msgspec.structs.replace(request, path=str(folder))
 
 
 def describe_export(p: MemoryManageTool.Params) -> str:
@@ -374,117 +354,10 @@ async def ask_approval(ctx: object, action: str, detail: str) -> bool:
     approve = getattr(ctx, "approve", None)
     if not callable(approve):
         return False
-    answer = approve(action, detail)
-    if inspect.isawaitable(answer):
-        answer = await answer
-    return answer is True
-
-
-def hit_dict(hit: Hit) -> dict[str, Any]:
-    """A frame's metadata for a result, JSON-safe; the text only when it was read in full."""
-    data: dict[str, Any] = {
-        "id": hit.id,
-        "time": _time(hit.when),
-        "app": hit.app,
-        "title": hit.title,
-        "url": hit.url,
-        "text_source": hit.text_source,
-        "encrypted": hit.encrypted,
-        "reason": hit.reason,
-        "thumbnail": bool(hit.thumb),
-        "thumbnail_encrypted": hit.thumb_encrypted,
-    }
-    if hit.snippet:
-        data["snippet"] = hit.snippet
-        data["score"] = round(hit.score, 4)
-    if hit.near_miss:
-        data["near_miss"] = True
-    if hit.fuzzy:
-        data["fuzzy"] = True
-    return data
-
-
-def moment_dict(moment: Moment) -> dict[str, Any]:
-    """A search match: its best frame's metadata, and every frame of the moment (ids and
-    times, in time order)."""
-    return hit_dict(moment.hit) | {
-        "frame_ids": moment.frame_ids,
-        "seen": [_time(f.when) for f in moment.frames],
-        "first_seen": _time(moment.first_seen),
-        "last_seen": _time(moment.last_seen),
-    }
-
-
-def _time(when: datetime) -> str:
-    return when.astimezone().isoformat(timespec="seconds")
-
-
-def _scope(start: datetime | None, end: datetime | None, app: str | None) -> dict[str, Any]:
-    return {
-        "start": start.isoformat() if start else None,
-        "end": end.isoformat() if end else None,
-        "app": app,
-    }
-
-
-def check_read(p: MemoryTool.Params) -> None:
-    """Refuse, naming the argument, what no read can use. Every given string is checked,
-    whatever the action, since a blank or broken one is the caller's mistake either way."""
-    _check_texts(p, ("query", "since", "until", "app"))
-    if p.action == "show" and p.id is not None:
-        _check_range("id", p.id, 0, MAX_FRAME_ID, "a frame id")
-    most = {"search": MAX_LIMIT, "timeline": MAX_TIMELINE_LIMIT}.get(p.action)
-    if most is not None:
-        _check_range("limit", p.limit, 1, most, "a number of results")
-
-
-def check_manage(p: MemoryManageTool.Params) -> None:
-    """Refuse, naming the argument, a blank string or a number that is not finite (a float
-    can reach an int field from a host that skips the types). Ranges of config values are
-    the config's own rules (``Config``), checked when it changes."""
-    texts = ("duration", "deny_add", "deny_remove", "since", "until", "app", "path", "query")
-    _check_texts(p, texts)
-    for name in ("interval_seconds", "storage_cap_mb", "retention_days"):
-        value = getattr(p, name)
-        if value is not None and not _finite(value):
-            raise UsageError(f"{name}: must be a finite number, not {shown_number(value)}")
-    if p.path is not None and "\x00" in p.path:
-        raise UsageError("path: must not hold a NUL character (no folder name can)")
-
-
-def _finite(value: float) -> bool:
-    return isinstance(value, int) or math.isfinite(value)  # an int may be too big for a float
-
-
-def _check_texts(p: msgspec.Struct, names: tuple[str, ...]) -> None:
-    """Each named string, when given, holds something and is valid Unicode. A blank scope
-    (``app=""``) would otherwise read as no scope at all: everything."""
-    for name in names:
-        value = getattr(p, name)
-        if value is None:
-            continue
-        if not value.strip():
-            raise UsageError(f"{name}: must not be empty or blank")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            where = f"U+{ord(value[exc.start]):04X} at position {exc.start}"
-            raise UsageError(
-                f"{name}: must be valid Unicode, not a lone surrogate ({where})"
-            ) from None
-
-
-def _check_range(name: str, value: int, lo: int, hi: int, what: str) -> None:
-    if not lo <= value <= hi:
-        raise UsageError(f"{name}: must be {what} from {lo} to {hi}, not {shown_number(value)}")
-
-
-def shown_number(value: float) -> str:
-    """``value`` for a message, unless it is an int too long to read (or for ``str`` to
-    convert: Python refuses ints of more than 4,300 digits)."""
-    if not isinstance(value, int) or abs(value) < 10**20:
-        return str(value)
-    return f"a {'negative ' if value < 0 else ''}number of more than 20 digits"
+    said = approve(action, detail)
+    if inspect.isawaitable(said):
+        said = await said
+    return said is True
 
 
 def _shown(value: Any) -> str:

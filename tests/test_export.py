@@ -89,8 +89,8 @@ def test_json_export_holds_decrypted_text_and_thumbnails_owner_only(
         "2026-11-25T09:00:00",
     ]
     for frame in data["frames"]:
-        jpeg = (out / frame["thumbnail"]).read_bytes()
-        assert frame["thumbnail"] == f"thumbs/{frame['id']}.jpg" and jpeg[:3] == b"\xff\xd8\xff"
+        assert frame["thumbnail_file"] == f"thumbs/{frame['id']}.jpg" and frame["thumbnail"]
+        assert (out / frame["thumbnail_file"]).read_bytes()[:3] == b"\xff\xd8\xff"
     found = modes(out)
     assert found.pop(".") == 0o700 and found.pop("thumbs") == 0o700
     assert set(found.values()) == {0o600} and len(found) == 4
@@ -103,7 +103,7 @@ def test_csv_export_has_a_row_per_frame_and_defuses_formulas(store: Any, tmp_pat
     assert [r["app"] for r in rows] == ["Terminal", "Firefox", "Slack"]
     assert rows[0]["text"] == FRAMES[0]["text"]  # newlines survive, quoted
     assert rows[1]["text"].startswith("'=HYPERLINK(")  # a spreadsheet shows it, never runs it
-    assert rows[2]["thumbnail"] == "" and not (out / "thumbs").exists()
+    assert rows[2]["thumbnail_file"] == "" and not (out / "thumbs").exists()
 
 
 def test_query_and_scope_choose_the_frames(store: Any, tmp_path: Path) -> None:

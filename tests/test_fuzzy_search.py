@@ -136,7 +136,7 @@ def test_the_cli_and_the_agent_tool_show_the_marking() -> None:
     params = MemoryTool.Params(action="search", query="argunents")
     r = asyncio.run(MemoryTool().execute(None, params))
     assert r.output.splitlines()[1] == "1 match(es), best first:"
-    assert "fuzzy" not in r.metadata["matches"][0]
+    assert r.metadata["matches"][0]["fuzzy"] is False
 
 
 def test_which_terms_are_forgiven() -> None:

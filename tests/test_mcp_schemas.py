@@ -117,7 +117,7 @@ def test_every_tool_declares_an_output_schema_and_every_answer_conforms(
             assert isinstance(last, TextContent) and json.loads(last.text) == data
     assert refusals == 5
     shown = results[-1][2].structured_content
-    assert shown["action"] == "show" and shown["image"] is True
+    assert shown["action"] == "show" and shown["thumbnail"] is True
     [search] = [r for t, a, r in results if a == {"action": "search", "query": "unpacking"}]
     [match] = search.structured_content["matches"]
     assert len(match["frame_ids"]) == 2 and match["first_seen"] < match["last_seen"]
@@ -129,6 +129,7 @@ def test_the_schemas_refuse_an_answer_that_lost_or_retyped_a_field() -> None:
         "time": "2026-12-01T10:00:00+00:00",
         "app": "Terminal",
         "title": "bash",
+        "url": "",
         "text_source": "ocr",
         "encrypted": False,
         "reason": "app_change",

@@ -168,7 +168,7 @@ def test_cli_search_json_keeps_every_frame_id_and_time(store: MemoryStore) -> No
     assert len(terminal["seen"]) == 10
     for single in (m for m in matches if m is not terminal):
         assert single["frame_ids"] == [single["id"]]
-        assert single["first_seen"] == single["last_seen"] == single["when"]
+        assert single["first_seen"] == single["last_seen"] == single["time"]
 
 
 def test_the_memory_tool_keeps_every_frame_id_of_a_moment(store: MemoryStore) -> None:

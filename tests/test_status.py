@@ -13,9 +13,10 @@ import msgspec
 import pytest
 
 from backscroll.actions import import_frames
+from backscroll.contract import DaemonStatus, Status, to_json
 from backscroll.heartbeat import FILE, SIZE, Heartbeat, HeartbeatFile, read_heartbeat
 from backscroll.stats import Stats
-from backscroll.status import Status, collect, render
+from backscroll.status import collect, render
 from backscroll.store import MemoryStore
 from base.clock import now_us
 
@@ -24,15 +25,17 @@ FRAMES = [
     {"ts": "2026-11-25T09:00:00", "app": "Slack", "title": "general", "text": "lunch"},
 ]
 
-# `status --json` as scripts and agents have always read it: these keys, in this order.
+# `status --json` as scripts and agents read it: these keys, in this order (after the answer's
+# ``action``): the spec's counts that ``stats()`` shares, then the rest.
 STATUS_KEYS = [
-    "daemon", "capture", "store", "frames", "oldest", "newest", "apps", "thumb_bytes",
-    "db_bytes", "log_bytes", "index_bytes", "total_bytes", "storage_cap_mb", "retention_days",
-    "trigger", "poll_seconds", "min_interval_seconds", "interval_seconds", "text_sources",
-    "redact", "encrypted_text_frames", "thumbnails", "encrypted_thumbnails", "encrypt_text",
-    "encrypt_thumbnails", "key_store", "key_problem", "key_weak", "encryption_available",
-    "deny_apps", "pause_hotkey", "search", "views_lag", "views_behind_why", "config_problem",
-    "config_weakened", "damage", "skipped_events", "backend", "abilities",
+    "frames", "apps", "thumb_bytes", "db_bytes", "total_bytes", "text_sources",
+    "encrypted_text_frames", "thumbnails", "encrypted_thumbnails", "encrypt_text",
+    "encrypt_thumbnails", "key_store", "encryption_available",
+    "daemon", "capture", "store", "oldest", "newest", "log_bytes", "index_bytes",
+    "storage_cap_mb", "retention_days", "trigger", "poll_seconds", "min_interval_seconds",
+    "interval_seconds", "redact", "key_problem", "key_weak", "deny_apps", "pause_hotkey",
+    "search", "views_lag", "views_behind_why", "config_problem", "config_weakened", "damage",
+    "skipped_events", "backend", "abilities",
 ]  # fmt: skip
 # The spec's "Status fields" table, for `MemoryStore.stats()`.
 SPEC_STATS = [
@@ -123,7 +126,7 @@ def test_a_damaged_or_foreign_heartbeat_reads_as_no_daemon(home: Path, content: 
     (home / FILE).write_bytes(content.ljust(SIZE))
     assert read_heartbeat(home) is None
     status = status_of(home)
-    assert status.daemon.to_dict() == {"state": "not running"}
+    assert to_json(status.daemon) == {"state": "not running"}
     assert "  daemon:    not running" in render(status)
 
 
@@ -137,16 +140,23 @@ def test_a_heartbeat_that_is_a_folder_reads_as_no_daemon(home: Path) -> None:
 
 
 def test_status_json_keeps_its_keys_and_their_order(home: Path) -> None:
-    assert list(status_of(home).to_dict()) == STATUS_KEYS
+    assert list(to_json(status_of(home))) == ["action", *STATUS_KEYS]
 
 
 def test_a_live_daemon_shows_its_heartbeat_fields_then_state_and_tick_age(home: Path) -> None:
     written = beat()
     HeartbeatFile(home).write(written)
-    daemon = status_of(home).to_dict()["daemon"]
-    assert list(daemon) == [*Heartbeat.__struct_fields__, "state", "tick_age_seconds"]
+    daemon = to_json(status_of(home))["daemon"]
+    # The fields the heartbeat holds, in its order (those it lacks left out), then the state.
+    known = [k for k in Heartbeat.__struct_fields__ if getattr(written, k) is not None]
+    assert list(daemon) == [*known, "state", "tick_age_seconds"]
     assert daemon["state"] == "running" and 0 <= daemon["tick_age_seconds"] < 30
-    assert {k: daemon[k] for k in Heartbeat.__struct_fields__} == msgspec.to_builtins(written)
+    assert {k: daemon.get(k) for k in Heartbeat.__struct_fields__} == msgspec.to_builtins(written)
+
+
+def test_the_daemon_status_holds_every_field_of_the_heartbeat() -> None:
+    heartbeat = list(Heartbeat.__struct_fields__)
+    assert list(DaemonStatus.__struct_fields__) == [*heartbeat, "state", "tick_age_seconds"]
 
 
 def test_a_daemon_whose_ticks_stopped_is_not_responding(home: Path) -> None:
@@ -161,7 +171,7 @@ def test_a_daemon_whose_process_is_gone_died_and_shows_no_tick_age(home: Path) -
     pid = dead_pid()
     HeartbeatFile(home).write(beat(pid=pid))
     status = status_of(home)
-    assert status.daemon.state == "died" and "tick_age_seconds" not in status.daemon.to_dict()
+    assert status.daemon.state == "died" and "tick_age_seconds" not in to_json(status.daemon)
     assert f"  daemon:    not running (pid {pid} died without stopping)" in render(status)
 
 
@@ -183,7 +193,7 @@ def test_a_heartbeat_that_kept_only_its_tick_shows_no_redaction_count(home: Path
 
 
 def test_store_stats_has_the_spec_fields_and_agrees_with_status(home: Path) -> None:
-    assert list(Stats.__struct_fields__) == SPEC_STATS
+    assert sorted(Stats.__struct_fields__) == sorted(SPEC_STATS)
     with MemoryStore(home) as store:
         stats, status = store.stats(), collect(store)
     assert status.db_bytes == status.log_bytes + status.index_bytes == stats.db_bytes

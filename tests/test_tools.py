@@ -126,7 +126,7 @@ def test_show_returns_full_text_metadata_and_the_decrypted_jpeg(png: Path) -> No
     assert image.media_type == "image/jpeg" and image.data[:3] == b"\xff\xd8\xff"
     assert image.name == f"frame-{frame_id}.jpg"
     without = run(tool.execute(None, Read(action="show", id=frame_id, include_image=False)))
-    assert without.attachments == [] and without.metadata["image"] is False
+    assert without.attachments == [] and without.metadata["thumbnail"] is True
 
 
 def test_show_of_an_encrypted_frame_reads_its_plaintext() -> None:

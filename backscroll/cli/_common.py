@@ -7,14 +7,20 @@ import math
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from backscroll import contract
 from base.errors import UsageError
 
 if TYPE_CHECKING:
+    import msgspec
+
+    from backscroll.contract import Request
     from backscroll.store import MemoryStore
+
+R = TypeVar("R", bound="Request")
 
 Home = Annotated[
     Path | None,
@@ -25,18 +31,27 @@ Home = Annotated[
     ),
 ]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
-Since = Annotated[str | None, typer.Option("--since", help="Start: 2h, yesterday, tuesday, …")]
-Until = Annotated[str | None, typer.Option("--until", help="End (same forms as --since).")]
-App = Annotated[
-    str | None,
-    typer.Option("--app", help="Only frames whose app, title or page address contains this."),
-]
+# The help of an option that is a request's argument is that argument's description in
+# ``backscroll.contract``, as the MCP schemas give it (``tests/test_contract.py``).
+Since = Annotated[str | None, typer.Option("--since", help=contract.SINCE)]
+Until = Annotated[str | None, typer.Option("--until", help=contract.UNTIL)]
+App = Annotated[str | None, typer.Option("--app", help=contract.APP)]
 
 
 def open_store(home: Path | None, catch_up: bool = True) -> MemoryStore:
     from backscroll.store import MemoryStore
 
     return MemoryStore(home, catch_up=catch_up)
+
+
+def ask(kind: type[R], **arguments: Any) -> R:
+    """The command's arguments as a request of the contract, checked by it."""
+    return contract.parse(kind, arguments)
+
+
+def reply(answer: msgspec.Struct, text: str, json: bool) -> None:
+    """A read's answer: its JSON (the contract's shape) or its text."""
+    typer.echo(contract.encode(answer) if json else text)
 
 
 def window(

@@ -5,11 +5,12 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from backscroll.cli._common import App, Home, Json, Since, emit_json, on_off, open_store, window
+from backscroll import contract
+from backscroll.cli._common import App, Home, Json, Since, ask, on_off, open_store
 from base.clock import now_us
 from base.errors import UsageError
 
@@ -31,7 +32,7 @@ def register(app: typer.Typer) -> None:
 
 
 def pause(
-    duration: Annotated[str | None, typer.Argument(help="30m, 2h, … (omit: until resumed)")] = None,
+    duration: Annotated[str | None, typer.Argument(help=contract.DURATION)] = None,
     toggle: Annotated[
         bool,
         typer.Option(
@@ -41,27 +42,27 @@ def pause(
     home: Home = None,
 ) -> None:
     """Pause capture, optionally for a while."""
-    from backscroll.actions import pause as pause_
+    from backscroll import answer
     from backscroll.actions import pause_until
-    from backscroll.actions import resume as resume_
 
-    until = pause_until(duration)
+    request = ask(contract.PauseRequest, duration=duration)
+    pause_until(request.duration)  # a bad duration is refused before the store opens
     with open_store(home) as store:
         if toggle and store.state().pause.active(now_us()):
-            resume_(store)
+            answer.resume(store, "cli")
             typer.echo("capture resumed")
             return
-        pause_(store, until)
-    shown = f"until {until.astimezone():%H:%M}" if until else "until resumed"
+        paused = answer.pause(store, request, "cli")
+    shown = f"until {paused.until:%H:%M}" if paused.until else "until resumed"
     typer.echo(f"capture paused {shown}")
 
 
 def resume(home: Home = None) -> None:
     """Resume capture."""
-    from backscroll.actions import resume as resume_
+    from backscroll import answer
 
     with open_store(home) as store:
-        resume_(store)
+        answer.resume(store, "cli")
     typer.echo("capture resumed")
 
 
@@ -75,84 +76,85 @@ def deny_default(ctx: typer.Context, home: Home = None) -> None:
 @deny_app.command("list")
 def deny_list(home: Home = None) -> None:
     """Show the deny list."""
+    from backscroll import answer
+
     with open_store(home) as store:
-        for pattern in store.config.deny_apps:
-            typer.echo(pattern)
+        listed = answer.deny(store, contract.DenyRequest(), "cli")
+    for pattern in listed.deny_apps:
+        typer.echo(pattern)
 
 
 @deny_app.command("add")
 def deny_add(pattern: str, home: Home = None) -> None:
     """Never record apps, windows or sites whose name, title or address contains PATTERN."""
-    from backscroll.actions import deny
+    from backscroll import answer
 
+    request = ask(contract.DenyRequest, deny_add=pattern)
     with open_store(home) as store:
-        deny(store, pattern, None)
+        answer.deny(store, request, "cli")
     typer.echo(f"denied: {pattern}")
 
 
 @deny_app.command("remove")
 def deny_remove(pattern: str, home: Home = None) -> None:
     """Take PATTERN off the deny list."""
-    from backscroll.actions import deny
+    from backscroll import answer
 
+    request = ask(contract.DenyRequest, deny_remove=pattern)
     with open_store(home) as store:
-        deny(store, None, pattern)
+        answer.deny(store, request, "cli")
     typer.echo(f"no longer denied: {pattern}")
 
 
 def config(
-    trigger: Annotated[str | None, typer.Option(help="events or interval")] = None,
-    interval: Annotated[
-        float | None, typer.Option(help="Interval / idle fallback, seconds.")
+    trigger: Annotated[str | None, typer.Option(help=contract.TRIGGER)] = None,
+    interval: Annotated[float | None, typer.Option(help=contract.INTERVAL)] = None,
+    poll: Annotated[float | None, typer.Option(help=contract.POLL)] = None,
+    min_interval: Annotated[float | None, typer.Option(help=contract.MIN_INTERVAL)] = None,
+    redact: Annotated[str | None, typer.Option(help=f"on or off: {contract.REDACT}")] = None,
+    encrypt_text: Annotated[
+        str | None, typer.Option(help=f"on or off: {contract.ENCRYPT_TEXT}")
     ] = None,
-    poll: Annotated[float | None, typer.Option(help="Probe period, seconds (≥ 0.2).")] = None,
-    min_interval: Annotated[
-        float | None, typer.Option(help="Minimum gap between captures.")
+    encrypt_thumbnails: Annotated[
+        str | None, typer.Option(help=f"on or off: {contract.ENCRYPT_THUMBNAILS}")
     ] = None,
-    redact: Annotated[str | None, typer.Option(help="on or off")] = None,
-    encrypt_text: Annotated[str | None, typer.Option(help="on or off")] = None,
-    encrypt_thumbnails: Annotated[str | None, typer.Option(help="on or off")] = None,
-    cap: Annotated[int | None, typer.Option(help="Storage cap, MB.")] = None,
-    retention: Annotated[int | None, typer.Option(help="Retention, days.")] = None,
-    hotkey: Annotated[
-        str | None, typer.Option(help="Pause hotkey, e.g. '<ctrl>+<alt>+m' ('' = off).")
-    ] = None,
-    backend: Annotated[
-        str | None, typer.Option(help="Capture backend: auto, x11, wlroots or gnome.")
-    ] = None,
+    cap: Annotated[int | None, typer.Option(help=contract.STORAGE_CAP)] = None,
+    retention: Annotated[int | None, typer.Option(help=contract.RETENTION)] = None,
+    hotkey: Annotated[str | None, typer.Option(help=contract.HOTKEY)] = None,
+    backend: Annotated[str | None, typer.Option(help=contract.BACKEND)] = None,
     announce_accessibility: Annotated[
-        str | None,
-        typer.Option(help="on or off: tell apps to publish their text (AT-SPI IsEnabled)."),
+        str | None, typer.Option(help=f"on or off: {contract.ANNOUNCE}")
     ] = None,
     home: Home = None,
     json: Json = False,
 ) -> None:
     """Show the configuration, or change it (each change is an event in the log)."""
-    changes: dict[str, Any] = {
-        "trigger": trigger,
-        "interval_seconds": interval,
-        "poll_seconds": poll,
-        "min_interval_seconds": min_interval,
-        "redact": on_off(redact, "--redact"),
-        "encrypt_text": on_off(encrypt_text, "--encrypt-text"),
-        "encrypt_thumbnails": on_off(encrypt_thumbnails, "--encrypt-thumbnails"),
-        "storage_cap_mb": cap,
-        "retention_days": retention,
-        "pause_hotkey": hotkey,
-        "capture_backend": backend,
-        "announce_accessibility": on_off(announce_accessibility, "--announce-accessibility"),
-    }
-    changes = {k: v for k, v in changes.items() if v is not None}
+    from backscroll import answer
+
+    request = ask(
+        contract.ConfigRequest,
+        trigger=trigger,
+        interval_seconds=interval,
+        poll_seconds=poll,
+        min_interval_seconds=min_interval,
+        redact=on_off(redact, "--redact"),
+        encrypt_text=on_off(encrypt_text, "--encrypt-text"),
+        encrypt_thumbnails=on_off(encrypt_thumbnails, "--encrypt-thumbnails"),
+        storage_cap_mb=cap,
+        retention_days=retention,
+        pause_hotkey=hotkey,
+        capture_backend=backend,
+        announce_accessibility=on_off(announce_accessibility, "--announce-accessibility"),
+    )
     with open_store(home) as store:
-        current = store.set_config("cli", **changes) if changes else store.config
-    data = current.to_dict()
+        configured = answer.configure(store, request, "cli")
     if json:
-        emit_json(data)
+        typer.echo(contract.encode(configured))
         return
-    for key, value in data.items():
+    for key, value in configured.config.to_dict().items():
         shown = ", ".join(value) if isinstance(value, list | tuple) else value
         typer.echo(f"{key}: {shown}")
-    if changes and {"redact", "encrypt_text", "encrypt_thumbnails"} & changes.keys():
+    if configured.reindex_needed:
         typer.echo("new frames follow this now; run `backscroll reindex` to convert stored ones")
 
 
@@ -168,22 +170,24 @@ def clear(
     home: Home = None,
 ) -> None:
     """Delete frames (everything when no scope is given); returns when the purge is done."""
-    from backscroll.actions import check_scope, delete
-    from query.render import window_text
+    from backscroll import answer
+    from backscroll.actions import check_scope
 
     if damaged:
         if before or since or app is not None:
             raise UsageError("--damaged takes no other scope")
         _clear_damaged(home, yes)
         return
-    start, end = window(since, None, before)
-    check_scope(start, end, app)
-    scope = window_text(start, end) + (f", app~'{app}'" if app else "")
+    # Confirmed below, or the command stops there.
+    request = ask(contract.DeleteRequest, since=since, before=before, app=app, confirm=True)
+    span = answer.window(request.since, None, request.before)
+    check_scope(*span, request.app)
+    scope = answer.scope_text(*span, request.app)
     if not yes:
         typer.confirm(f"Delete every frame in {scope}? This cannot be undone", abort=True)
     with open_store(home) as store:
-        removed = delete(store, start=start, end=end, app=app)
-    typer.echo(f"deleted {removed} frame(s) in {scope}")
+        deleted = answer.delete(store, request, "cli", span)
+    typer.echo(f"deleted {deleted.deleted} frame(s) in {scope}")
 
 
 def _clear_damaged(home: Path | None, yes: bool) -> None:

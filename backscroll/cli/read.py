@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
+from backscroll import contract
 from backscroll.cli._common import (
     App,
     Home,
     Json,
     Since,
     Until,
+    ask,
     emit_json,
     note_lag,
     open_store,
+    reply,
     window,
 )
-
-if TYPE_CHECKING:
-    from query.moments import Moment
 
 
 def register(app: typer.Typer) -> None:
@@ -36,76 +36,49 @@ def search(
     query: Annotated[
         str,
         typer.Argument(
-            help="Words (all must match, else one letter off in OCR'd text, else near "
-            'misses), "phrases", prefix*. A word that starts with - goes after --: '
+            help=f"{contract.QUERY} A word that starts with - goes after --: "
             "backscroll search -- -word"
         ),
     ],
     since: Since = None,
     until: Until = None,
     app: App = None,
-    limit: Annotated[
-        int, typer.Option("--limit", min=1, max=1000, help="Most matches (moments) shown.")
-    ] = 15,
+    limit: Annotated[int, typer.Option("--limit", help=contract.SEARCH_LIMIT)] = 15,
     home: Home = None,
     json: Json = False,
 ) -> None:
     """Search what was on screen, best first; a window's near-identical frames as one match."""
-    from query.render import search_text
+    from backscroll import answer
 
-    start, end = window(since, until)
+    request = ask(
+        contract.SearchRequest, query=query, since=since, until=until, app=app, limit=limit
+    )
     with open_store(home) as store:
-        moments = store.moments(query, start=start, end=end, app=app, limit=limit)
-        exact = bool(moments) and not (moments[0].hit.near_miss or moments[0].hit.fuzzy)
-        why = None if exact else store.why_empty(start, end, app)
+        answered = answer.search(store, request)
         note_lag(store)
-    if json:
-        emit_json(
-            {
-                "query": query,
-                "start": start,
-                "end": end,
-                "app": app,
-                "why_empty": why,
-                "matches": [_moment_json(m) for m in moments],
-            }
-        )
-    else:
-        typer.echo(search_text(query, moments, start, end, app, why))
+    reply(*answered, json)
 
 
 def timeline(
     since: Since = None,
     until: Until = None,
     app: App = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=10000)] = 50,
+    limit: Annotated[int, typer.Option("--limit", help=contract.TIMELINE_LIMIT)] = 50,
     home: Home = None,
     json: Json = False,
 ) -> None:
     """Frames in time order, consecutive frames of one window grouped."""
-    from query.render import timeline_text
+    from backscroll import answer
 
-    start, end = window(since, until)
+    request = ask(contract.TimelineRequest, since=since, until=until, app=app, limit=limit)
     with open_store(home) as store:
-        hits = store.timeline(start=start, end=end, app=app, limit=limit)
-        why = None if hits else store.why_empty(start, end, app)
+        answered = answer.timeline(store, request)
         note_lag(store)
-    if json:
-        emit_json(
-            {
-                "start": start,
-                "end": end,
-                "app": app,
-                "why_empty": why,
-                "frames": [_hit_json(h) for h in hits],
-            }
-        )
-    else:
-        typer.echo(timeline_text(hits, start, end, app, why))
+    reply(*answered, json)
 
 
 def show(
-    frame_id: Annotated[int, typer.Argument(metavar="ID", help="Frame id (from search).")],
+    frame_id: Annotated[int, typer.Argument(metavar="ID", help=contract.FRAME_ID)],
     save: Annotated[
         Path | None, typer.Option("--save", help="Write the decrypted thumbnail.")
     ] = None,
@@ -113,37 +86,31 @@ def show(
     json: Json = False,
 ) -> None:
     """A frame's full text and metadata; --save writes its decrypted thumbnail."""
+    from backscroll import answer
     from base.errors import NotFoundError, UsageError
-    from query.render import show_text
 
+    request = ask(contract.ShowRequest, id=frame_id, include_image=save is not None)
     with open_store(home) as store:
-        hit = store.get(frame_id)
-        jpeg = store.thumbnail(hit) if save else None
+        shown = answer.show(store, request)
     if save:
-        if jpeg is None:
+        if shown.jpeg is None:
             raise NotFoundError(f"frame #{frame_id} has no readable thumbnail")
         try:
-            save.write_bytes(jpeg)
+            save.write_bytes(shown.jpeg)
         except OSError as exc:
             raise UsageError(f"cannot write the thumbnail to {save}: {exc.strerror}") from None
-    if json:
-        emit_json(_hit_json(hit) | {"text": hit.text, "saved": str(save) if save else None})
-    else:
-        typer.echo(show_text(hit))
-        if save:
-            typer.echo(f"thumbnail written to {save}")
+    reply(shown.answer, shown.text, json)
+    if save and not json:
+        typer.echo(f"thumbnail written to {save}")
 
 
 def status(home: Home = None, json: Json = False) -> None:
     """Daemon, capture, storage, trigger and encryption state."""
-    from backscroll.status import collect, render
+    from backscroll import answer
 
     with open_store(home) as store:
-        info = collect(store)
-    if json:
-        emit_json(info.to_dict())
-    else:
-        typer.echo(render(info))
+        answered = answer.status(store)
+    reply(*answered, json)
 
 
 def audit_log(
@@ -205,26 +172,3 @@ def verify(home: Home = None, json: Json = False) -> None:
         typer.echo("healthy" if not problems else f"{len(problems)} problem(s)")
     if problems:
         raise typer.Exit(1)
-
-
-def _moment_json(moment: Moment) -> dict[str, object]:
-    """A search match: its best frame, then every frame's id and time (in time order), the
-    times in the same form as ``when``."""
-    import msgspec
-
-    seen = {
-        "frame_ids": moment.frame_ids,
-        "seen": [f.when for f in moment.frames],
-        "first_seen": moment.first_seen,
-        "last_seen": moment.last_seen,
-    }
-    shown: dict[str, object] = msgspec.to_builtins(seen)
-    return _hit_json(moment.hit) | shown
-
-
-def _hit_json(hit: object) -> dict[str, object]:
-    import msgspec
-
-    data: dict[str, object] = msgspec.to_builtins(hit)
-    data.pop("text", None)
-    return data

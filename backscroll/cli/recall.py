@@ -7,11 +7,9 @@ from typing import Annotated
 
 import typer
 
-from backscroll.cli._common import App, Home, Since, Until, open_store, window
+from backscroll import contract
+from backscroll.cli._common import App, Home, Since, Until, ask, open_store
 from base.errors import BackscrollError, UsageError
-
-MAX_EXPORT = 100_000_000
-"""``export --limit`` at most: far beyond a store's frames (a year of capture is ~1M)."""
 
 
 def register(app: typer.Typer) -> None:
@@ -24,46 +22,40 @@ def export(
         Path | None,
         typer.Option(
             "--out",
-            help="A new or empty folder (default ~/Downloads/backscroll-memory-<time>).",
+            help=contract.FOLDER,
             show_default=False,
         ),
     ] = None,
-    format: Annotated[
-        str, typer.Option("--format", help="json (frames.json), csv (frames.csv) or html.")
-    ] = "json",
+    format: Annotated[str, typer.Option("--format", help=contract.FORMAT)] = "json",
     since: Since = None,
     until: Until = None,
     app: App = None,
-    query: Annotated[
-        str | None, typer.Option("--query", help="Only frames matching this search.")
-    ] = None,
-    limit: Annotated[
-        int | None, typer.Option("--limit", min=1, max=MAX_EXPORT, help="At most this many frames.")
-    ] = None,
+    query: Annotated[str | None, typer.Option("--query", help=contract.MATCHING)] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help=contract.EXPORT_LIMIT)] = None,
     thumbnails: Annotated[
         bool,
-        typer.Option("--thumbnails/--no-thumbnails", help="Include decrypted JPEG thumbnails."),
+        typer.Option("--thumbnails/--no-thumbnails", help=contract.THUMBNAILS),
     ] = True,
     home: Home = None,
 ) -> None:
     """Write a decrypted copy (text and thumbnails) to a new, owner-only folder."""
+    from backscroll import answer
     from backscroll.export import check_format
-    from backscroll.export import export as export_
 
-    check_format(format)
-    start, end = window(since, until)
+    request = ask(
+        contract.ExportRequest,
+        since=since,
+        until=until,
+        app=app,
+        path=str(out) if out is not None else None,
+        format=check_format(format),
+        query=query,
+        limit=limit,
+        thumbnails=thumbnails,
+    )
+    answer.window(request.since, request.until)  # a bad phrase is refused before the store opens
     with open_store(home) as store:
-        result = export_(
-            store,
-            out,
-            format,
-            start=start,
-            end=end,
-            app=app,
-            query=query,
-            limit=limit,
-            thumbnails=thumbnails,
-        )
+        result = answer.export(store, request)
     typer.echo(
         f"exported {result.frames} frame(s) and {result.thumbnails} thumbnail(s) to {result.path}"
     )

@@ -1,5 +1,7 @@
-"""The README's CLI reference, generated from the commands themselves (a test keeps the
-README equal to this, so the two cannot drift): ``python -m backscroll.cli.reference``."""
+"""The README's CLI reference, generated from the commands themselves and from the answer
+contract's requests (a test keeps the README equal to this, so the two cannot drift):
+``python -m backscroll.cli.reference``. The MCP tools' ``inputSchema`` come from the same
+requests (``backscroll/mcp_schemas.py``)."""
 
 from __future__ import annotations
 
@@ -52,11 +54,11 @@ def _usage(name: str, command: Any) -> str:
     return _wrap(parts)
 
 
-def _wrap(parts: list[str]) -> str:
+def _wrap(parts: list[str], indent: int = 11) -> str:
     lines = [parts[0]]
     for part in parts[1:]:
         if len(lines[-1]) + 1 + len(part) > WIDTH:
-            lines.append(" " * 11 + part)
+            lines.append(" " * indent + part)
         else:
             lines[-1] += " " + part
     return "\n".join(lines)
@@ -84,7 +86,59 @@ def reference() -> str:
     for usage, help_text in lines:
         out.append(usage)
         out.append(f"    {help_text}")
-    return "\n".join(out)
+    return "\n".join([*out, "", *arguments()])
+
+
+def arguments() -> list[str]:
+    """Each use case's arguments with their limits and defaults, as the CLI and the agent
+    tools take them (``backscroll/contract/``)."""
+    import msgspec
+
+    from backscroll import contract
+
+    requests = {
+        "search": contract.SearchRequest,
+        "timeline": contract.TimelineRequest,
+        "show": contract.ShowRequest,
+        "pause": contract.PauseRequest,
+        "deny": contract.DenyRequest,
+        "config": contract.ConfigRequest,
+        "delete": contract.DeleteRequest,
+        "export": contract.ExportRequest,
+    }
+    lines = ["Arguments of each use case, for the CLI and the agent tools (backscroll/contract/):"]
+    for use, kind in requests.items():
+        schema = msgspec.json.schema(kind)["$defs"][kind.__name__]
+        required = set(schema.get("required", ()))
+        for name, field in schema["properties"].items():
+            words = [_kind(field), "required" if name in required else "optional"]
+            if field.get("default") is not None:
+                words.append(f"default {json_value(field['default'])}")
+            head = f"{use} {name}: {', '.join(words)}."
+            lines.append(_wrap([head, *field.get("description", "").split()], indent=4))
+    return lines
+
+
+def _kind(field: dict[str, Any]) -> str:
+    """A field's JSON type and limits, in a few words."""
+    kinds = [k for k in field.get("anyOf", [field]) if k.get("type") != "null"]
+    shown = []
+    for kind in kinds:
+        if "enum" in kind:
+            shown.append("|".join(str(v) for v in kind["enum"]))
+        elif "minimum" in kind:
+            shown.append(f"{kind['type']} {kind['minimum']}..{kind['maximum']}")
+        elif kind.get("pattern"):
+            shown.append("text (not blank)")
+        else:
+            shown.append(kind.get("type", "any"))
+    return " or ".join(shown)
+
+
+def json_value(value: Any) -> str:
+    import json
+
+    return json.dumps(value)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,228 @@
+"""One call per use case: a request of ``backscroll.contract`` in, its answer out.
+
+The CLI, the agent tools (and through them the MCP server) and any later API call these and
+only parse the arguments and render the answer. A read also gives the spec's text of its
+answer, which every surface shows the same; a manage action gives its answer alone (each
+surface says it in its own words). Each call works on a store its caller opened.
+
+    with MemoryStore() as store:
+        reply = search(store, parse(SearchRequest, {"query": "invoice"}))
+    reply.answer.matches, reply.text
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
+
+from backscroll.contract import (
+    ConfigAnswer,
+    ConfigRequest,
+    DeleteAnswer,
+    DeleteRequest,
+    DenyAnswer,
+    DenyRequest,
+    ExportAnswer,
+    ExportRequest,
+    Frame,
+    Match,
+    Origin,
+    PauseAnswer,
+    PauseRequest,
+    ResumeAnswer,
+    SearchAnswer,
+    SearchRequest,
+    ShowAnswer,
+    ShowRequest,
+    Status,
+    TimelineAnswer,
+    TimelineRequest,
+    local,
+)
+from base.errors import UsageError
+
+if TYPE_CHECKING:
+    from backscroll.store import MemoryStore
+
+A = TypeVar("A")
+
+# Changing one of these changes how new frames are stored, not the frames already stored.
+PRIVACY = frozenset({"redact", "encrypt_text", "encrypt_thumbnails"})
+
+
+class Reply(NamedTuple, Generic[A]):
+    answer: A
+    text: str
+    """The spec's rendering of the answer."""
+
+
+class Shown(NamedTuple):
+    answer: ShowAnswer
+    text: str
+    jpeg: bytes | None
+    """The decrypted thumbnail, when asked for and readable."""
+
+
+Span = tuple[datetime | None, datetime | None]
+
+
+def window(since: str | None, until: str | None, before: str | None = None) -> Span:
+    """The time phrases of a request as a window (None: unbounded)."""
+    from query.phrases import resolve_window
+
+    return resolve_window(since, until, before)
+
+
+def search(store: MemoryStore, request: SearchRequest) -> Reply[SearchAnswer]:
+    """The best moments first; when none has every term exactly, why nothing was found."""
+    from query.render import search_text
+
+    start, end = window(request.since, request.until)
+    app, query = request.app, request.query
+    moments = store.moments(query, start=start, end=end, app=app, limit=request.limit)
+    exact = bool(moments) and not (moments[0].hit.near_miss or moments[0].hit.fuzzy)
+    why = None if exact else store.why_empty(start, end, app)
+    answer = SearchAnswer(
+        start=_at(start),
+        end=_at(end),
+        app=app,
+        query=query,
+        ids=[m.hit.id for m in moments],
+        matches=[Match.of_moment(m) for m in moments],
+        why_empty=why,
+    )
+    return Reply(answer, search_text(query, moments, start, end, app, why))
+
+
+def timeline(store: MemoryStore, request: TimelineRequest) -> Reply[TimelineAnswer]:
+    """Frames in time order; when there are none, why."""
+    from query.render import group_hits, timeline_text
+
+    start, end = window(request.since, request.until)
+    app = request.app
+    hits = store.timeline(start=start, end=end, app=app, limit=request.limit)
+    why = None if hits else store.why_empty(start, end, app)
+    answer = TimelineAnswer(
+        start=_at(start),
+        end=_at(end),
+        app=app,
+        ids=[h.id for h in hits],
+        frames=[Frame.of(h) for h in hits],
+        groups=len(group_hits(hits)),
+        why_empty=why,
+    )
+    return Reply(answer, timeline_text(hits, start, end, app, why))
+
+
+def show(store: MemoryStore, request: ShowRequest) -> Shown:
+    """A frame in full, with its decrypted thumbnail when asked for."""
+    from query.render import show_text
+
+    hit = store.get(request.id)
+    jpeg = store.thumbnail(hit) if request.include_image else None
+    answer = ShowAnswer(**Frame.fields(hit), text=hit.text, problem=hit.problem)
+    return Shown(answer, show_text(hit), jpeg)
+
+
+def status(store: MemoryStore) -> Reply[Status]:
+    from backscroll.status import collect, render
+
+    info = collect(store)
+    return Reply(info, render(info))
+
+
+def pause(store: MemoryStore, request: PauseRequest, origin: Origin) -> PauseAnswer:
+    from backscroll.actions import pause as pause_
+    from backscroll.actions import pause_until
+
+    until = pause_until(request.duration)
+    pause_(store, until, origin=origin)
+    return PauseAnswer(until=local(until) if until else None)
+
+
+def resume(store: MemoryStore, origin: Origin) -> ResumeAnswer:
+    from backscroll.actions import resume as resume_
+
+    resume_(store, origin=origin)
+    return ResumeAnswer()
+
+
+def deny(store: MemoryStore, request: DenyRequest, origin: Origin) -> DenyAnswer:
+    """Add or remove a pattern (or neither: the list as it is)."""
+    from backscroll.actions import deny as deny_
+
+    if request.deny_add or request.deny_remove:
+        deny_(store, request.deny_add, request.deny_remove, origin=origin)
+    return DenyAnswer(
+        deny_apps=list(store.config.deny_apps),
+        added=request.deny_add,
+        removed=request.deny_remove,
+    )
+
+
+def configure(store: MemoryStore, request: ConfigRequest, origin: Origin) -> ConfigAnswer:
+    """Change the settings given (each change an event in the log); none: show them."""
+    changes = request.changes()
+    config = store.set_config(origin, **changes) if changes else store.config
+    return ConfigAnswer(
+        changed=sorted(changes), config=config, reindex_needed=bool(PRIVACY & changes.keys())
+    )
+
+
+def scope_text(start: datetime | None, end: datetime | None, app: str | None) -> str:
+    """A deletion's or export's scope in words, for a prompt or a refusal."""
+    from query.render import window_text
+
+    return window_text(start, end) + (f", app~'{app}'" if app else "")
+
+
+def delete(
+    store: MemoryStore, request: DeleteRequest, origin: Origin, span: Span | None = None
+) -> DeleteAnswer:
+    """Delete the frames in scope (no scope: every frame), once ``confirm`` is set; returns
+    when the purge is complete. ``span``: the window as it was resolved when the person was
+    asked, so that "2h" means the same two hours it meant then."""
+    from backscroll.actions import check_scope
+    from backscroll.actions import delete as delete_
+
+    start, end = span or window(request.since, request.until, request.before)
+    check_scope(start, end, request.app)
+    if not request.confirm:
+        shown = scope_text(start, end, request.app)
+        raise UsageError(f"delete needs confirm=true; nothing was deleted (scope: {shown})")
+    removed = delete_(store, start=start, end=end, app=request.app, origin=origin)
+    return DeleteAnswer(start=_at(start), end=_at(end), app=request.app, deleted=removed)
+
+
+def export(store: MemoryStore, request: ExportRequest) -> ExportAnswer:
+    """A decrypted copy of the frames in scope, in a new or empty folder (see ``export``)."""
+    from backscroll.export import default_folder
+    from backscroll.export import export as export_
+
+    start, end = window(request.since, request.until)
+    folder = Path(request.path) if request.path else default_folder()
+    result = export_(
+        store,
+        folder,
+        request.format,
+        start=start,
+        end=end,
+        app=request.app,
+        query=request.query,
+        limit=request.limit,
+        thumbnails=request.thumbnails,
+    )
+    return ExportAnswer(
+        start=_at(start),
+        end=_at(end),
+        app=request.app,
+        path=str(result.path),
+        format=request.format,
+        frames=result.frames,
+        thumbnails=result.thumbnails,
+    )
+
+
+def _at(when: datetime | None) -> datetime | None:
+    return local(when) if when else None

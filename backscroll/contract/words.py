@@ -1,0 +1,47 @@
+"""What every surface says of each argument, and the limits: the CLI's option help, the MCP
+schemas' descriptions and the README's reference read these. Strings and numbers only, so the
+CLI can build its options from them at start-up without loading the Structs."""
+
+from __future__ import annotations
+
+MAX_LIMIT = 1000
+"""Search results (moments) at most."""
+MAX_TIMELINE_LIMIT = 10_000
+MAX_FRAME_ID = 2**63 - 1
+"""A frame id is its log offset, a signed 64-bit integer on disk (eventlog's ``Offset``)."""
+MAX_EXPORT = 100_000_000
+"""Exported frames at most: far beyond a store's frames (a year of capture is ~1M)."""
+
+# The descriptions every surface shows: the CLI's help and the MCP schemas read these.
+SINCE = "Start of the window. Time phrase: 2h, yesterday, tuesday, last week, 2026-09-01, …"
+UNTIL = "End of the window (same forms as since)."
+BEFORE = "Everything before this (same forms as since)."
+APP = "Only frames whose app name, window title or page address contains this."
+QUERY = (
+    'Words (all must match, else one letter off in OCR\'d text, else near misses), "phrases", '
+    "prefix*."
+)
+SEARCH_LIMIT = f"Most matches (moments), 1 to {MAX_LIMIT}."
+TIMELINE_LIMIT = f"Most frames, 1 to {MAX_TIMELINE_LIMIT}."
+FRAME_ID = "Frame id (from search or timeline)."
+DURATION = "Pause length: 30m, 2h, … (omit: until resumed)."
+DENY = "A deny-list pattern: apps, titles or addresses that contain it are never recorded."
+FOLDER = "A new or empty folder (default ~/Downloads/backscroll-memory-<time>)."
+MATCHING = "Only the frames matching this search."
+EXPORT_LIMIT = "At most this many frames."
+FORMAT = "json (frames.json), csv (frames.csv) or html (a browsable index.html)."
+THUMBNAILS = "Include decrypted JPEG thumbnails."
+INCLUDE_IMAGE = "Attach the decrypted thumbnail."
+CONFIRM = "Required (true) to delete: a deletion is never implied."
+TRIGGER = "Capture trigger: events (on an app or window change) or interval."
+INTERVAL = "Capture interval, and the idle fallback of events, in seconds."
+POLL = "Probe period, seconds (at least 0.2)."
+MIN_INTERVAL = "Minimum gap between captures, seconds."
+STORAGE_CAP = "Storage cap, MB."
+RETENTION = "Retention, days."
+REDACT = "Scrub secrets from new frames."
+ENCRYPT_TEXT = "Encrypt new frames' text."
+ENCRYPT_THUMBNAILS = "Encrypt new thumbnails."
+HOTKEY = "Pause hotkey, e.g. '<ctrl>+<alt>+m' ('' = off)."
+BACKEND = "Capture backend: auto, x11, wlroots or gnome."
+ANNOUNCE = "Tell apps to publish their text (AT-SPI IsEnabled)."
