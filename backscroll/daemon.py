@@ -70,7 +70,7 @@ class Daemon:
     def __init__(
         self, home: str | os.PathLike[str] | None = None, *, interval: float | None = None
     ):
-        self.store = MemoryStore(home, catch_up=False)
+        self.store = MemoryStore(home, write=True, catch_up=False)
         self.home = self.store.home
         self.interval_override = interval
         self.stop_event = threading.Event()

@@ -92,10 +92,10 @@ class _Tool:
     async def _run(self, work: Callable[[], T]) -> T:
         return await asyncio.to_thread(work)
 
-    def _store(self) -> MemoryStore:
+    def _store(self, *, write: bool = False) -> MemoryStore:
         from backscroll.store import MemoryStore
 
-        return MemoryStore(self.home)
+        return MemoryStore(self.home, write=write)
 
 
 class MemoryTool(_Tool):
@@ -239,7 +239,7 @@ class MemoryManageTool(_Tool):
         from backscroll.actions import pause, pause_until
 
         until = pause_until(p.duration)
-        with self._store() as store:
+        with self._store(write=True) as store:
             pause(store, until, origin="tool")
         shown = f"until {until.astimezone():%Y-%m-%d %H:%M}" if until else "until resumed"
         meta = {"action": "pause", "until": until.isoformat() if until else None}
@@ -248,14 +248,14 @@ class MemoryManageTool(_Tool):
     def _resume(self, p: Params) -> ToolResult:
         from backscroll.actions import resume
 
-        with self._store() as store:
+        with self._store(write=True) as store:
             resume(store, origin="tool")
         return ToolResult(output="Screen memory capture resumed.", metadata={"action": "resume"})
 
     def _deny(self, p: Params) -> ToolResult:
         from backscroll.actions import deny
 
-        with self._store() as store:
+        with self._store(write=True) as store:
             if p.deny_add or p.deny_remove:
                 deny(store, p.deny_add, p.deny_remove, origin="tool")
             patterns = list(store.config.deny_apps)
@@ -276,7 +276,7 @@ class MemoryManageTool(_Tool):
             "encrypt_thumbnails",
         )
         changes = {k: getattr(p, k) for k in keys if getattr(p, k) is not None}
-        with self._store() as store:
+        with self._store(write=True) as store:
             config = store.set_config("tool", **changes) if changes else store.config
         data = config.to_dict()
         lines = [f"{k}: {_shown(v)}" for k, v in data.items()]
@@ -297,7 +297,7 @@ class MemoryManageTool(_Tool):
         scope = window_text(start, end) + (f", app~'{p.app}'" if p.app else "")
         if not p.confirm:
             return error(f"delete needs confirm=true; nothing was deleted (scope: {scope})")
-        with self._store() as store:
+        with self._store(write=True) as store:
             removed = delete(store, start=start, end=end, app=p.app, origin="tool")
         meta = _scope(start, end, p.app) | {"action": "delete", "deleted": removed}
         return ToolResult(output=f"Deleted {removed} frame(s) in {scope}.", metadata=meta)

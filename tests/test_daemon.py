@@ -164,7 +164,7 @@ def test_pause_timed_pause_resume_and_the_hotkey(desktop: Desktop, daemon: Daemo
     daemon.cli("resume")
     wait_for(lambda: len(daemon.frames()) == 2, "capture after resume")
 
-    with MemoryStore(daemon.home) as store:
+    with MemoryStore(daemon.home, write=True) as store:
         pause(store, datetime.now(UTC) + timedelta(seconds=2))
     wait_for(lambda: daemon.status()["daemon"]["last_outcome"] == "paused", "the timed pause")
     desktop.activate(first.window_id)

@@ -46,7 +46,7 @@ def pause(
     from backscroll.actions import resume as resume_
 
     until = pause_until(duration)
-    with open_store(home) as store:
+    with open_store(home, write=True) as store:
         if toggle and store.state().pause.active(now_us()):
             resume_(store)
             typer.echo("capture resumed")
@@ -60,7 +60,7 @@ def resume(home: Home = None) -> None:
     """Resume capture."""
     from backscroll.actions import resume as resume_
 
-    with open_store(home) as store:
+    with open_store(home, write=True) as store:
         resume_(store)
     typer.echo("capture resumed")
 
@@ -75,7 +75,7 @@ def deny_default(ctx: typer.Context, home: Home = None) -> None:
 @deny_app.command("list")
 def deny_list(home: Home = None) -> None:
     """Show the deny list."""
-    with open_store(home) as store:
+    with open_store(home, write=True) as store:
         for pattern in store.config.deny_apps:
             typer.echo(pattern)
 
@@ -85,7 +85,7 @@ def deny_add(pattern: str, home: Home = None) -> None:
     """Never record apps, windows or sites whose name, title or address contains PATTERN."""
     from backscroll.actions import deny
 
-    with open_store(home) as store:
+    with open_store(home, write=True) as store:
         deny(store, pattern, None)
     typer.echo(f"denied: {pattern}")
 
@@ -95,7 +95,7 @@ def deny_remove(pattern: str, home: Home = None) -> None:
     """Take PATTERN off the deny list."""
     from backscroll.actions import deny
 
-    with open_store(home) as store:
+    with open_store(home, write=True) as store:
         deny(store, None, pattern)
     typer.echo(f"no longer denied: {pattern}")
 
@@ -143,7 +143,7 @@ def config(
         "announce_accessibility": on_off(announce_accessibility, "--announce-accessibility"),
     }
     changes = {k: v for k, v in changes.items() if v is not None}
-    with open_store(home) as store:
+    with open_store(home, write=True) as store:
         current = store.set_config("cli", **changes) if changes else store.config
     data = current.to_dict()
     if json:
@@ -181,7 +181,7 @@ def clear(
     scope = window_text(start, end) + (f", app~'{app}'" if app else "")
     if not yes:
         typer.confirm(f"Delete every frame in {scope}? This cannot be undone", abort=True)
-    with open_store(home) as store:
+    with open_store(home, write=True) as store:
         removed = delete(store, start=start, end=end, app=app)
     typer.echo(f"deleted {removed} frame(s) in {scope}")
 
@@ -195,7 +195,7 @@ def _clear_damaged(home: Path | None, yes: bool) -> None:
             "They cannot be read by this version of Backscroll",
             abort=True,
         )
-    with open_store(home) as store:
+    with open_store(home, write=True) as store:
         done = discard_damaged(store)
     typer.echo(
         f"removed {done.files} damaged range(s) kept aside and {done.events} event(s) that "
@@ -219,7 +219,7 @@ def reindex(
 
     if not views_only and not yes:
         typer.confirm("Rewrite every stored frame under the current config?", abort=True)
-    with open_store(home, catch_up=False) as store, Progress(transient=True) as bar:
+    with open_store(home, write=True, catch_up=False) as store, Progress(transient=True) as bar:
         task = bar.add_task("rebuilding views" if views_only else "rewriting frames", total=None)
 
         def step(done: int, total: int) -> None:
@@ -255,7 +255,7 @@ def import_(
         if source == "-"
         else Path(source).open(encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
     )
-    with stream, open_store(home) as store, Progress(transient=True) as bar:
+    with stream, open_store(home, write=True) as store, Progress(transient=True) as bar:
         task = bar.add_task("importing", total=None)
         result = import_frames(
             store, stream, skip_bad=skip_bad, progress=lambda n: bar.update(task, completed=n)

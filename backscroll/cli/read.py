@@ -166,7 +166,7 @@ def audit_log(
     from query.render import stamp
 
     start, _ = window(since, None)
-    with open_store(home, catch_up=False) as store:
+    with open_store(home) as store:
         events = audit(store, start, set(kind) if kind else None)
         crashed = crashed_runs(store)
     rows = []
@@ -195,7 +195,7 @@ def verify(home: Home = None, json: Json = False) -> None:
     """Check every segment, thumbnail and view against the log; exit 1 with a report."""
     from backscroll.verify import verify_store
 
-    with open_store(home, catch_up=False) as store:
+    with open_store(home) as store:
         problems = verify_store(store)
     if json:
         emit_json({"healthy": not problems, "problems": problems})
