@@ -478,3 +478,15 @@ def test_windows_destroyed_under_the_probe_cost_nothing_and_capture_goes_on(
     daemon.stop()
     assert daemon.cli("verify").strip().endswith("healthy")
     assert "Traceback" not in daemon.log.read_text()
+
+
+def test_a_stopped_daemon_leaves_the_views_caught_up_with_the_log(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    window = desktop.open_xterm(["the last frame before the stop"], "last")
+    daemon.start()
+    desktop.activate(window.window_id)
+    wait_for(lambda: daemon.frames(), "a frame")
+    daemon.stop()
+    with MemoryStore(daemon.home) as store:  # a reader: it catches nothing up itself
+        assert store.lag == 0, store.behind_why
