@@ -208,34 +208,47 @@ def writes_under(home: Path, trace: str) -> list[str]:
     return found
 
 
+def traced(home: Path, log: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """``backscroll *args`` under ``strace -f``: the process and its trace of file calls."""
+    strace = ["strace", "-f", "-y", "-qq", "-e", "trace=%file,write,pwrite64,writev"]
+    command = [sys.executable, "-m", "backscroll", *args]
+    env = os.environ | {"BACKSCROLL_HOME": str(home)}
+    done = subprocess.run(
+        [*strace, "-o", str(log), *command], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return done, log.read_text()
+
+
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs: apt-get install -y strace")
-def test_strace_of_a_search_against_a_store_behind_its_log_shows_no_write_under_the_home(
+def test_strace_of_each_read_command_against_a_store_behind_its_log_shows_no_write(
     behind: Path, tmp_path: Path
 ) -> None:
     before = snapshot(behind)
     log = tmp_path / "strace.txt"
-    env = os.environ | {"BACKSCROLL_HOME": str(behind)}
-    command = [sys.executable, "-m", "backscroll", "search", "invoice"]
-    strace = ["strace", "-f", "-y", "-qq", "-e", "trace=%file,write,pwrite64,writev"]
-    done = subprocess.run(
-        [*strace, "-o", str(log), *command], env=env, capture_output=True, text=True, timeout=120
-    )
+    done, trace = traced(behind, log, "search", "invoice")
     assert done.returncode == 0, done.stderr
     assert "1042" in done.stdout and "behind the log" in done.stderr
-    trace = log.read_text()
     assert str(behind / "views" / "search") in trace  # the trace saw the index being read
     assert writes_under(behind, trace) == []
+    found = json.loads(traced(behind, log, "search", "invoice", "--json")[0].stdout)
+    reads = [
+        ["show", str(found["matches"][0]["id"])],
+        ["timeline"],
+        ["status"],
+        ["log"],
+        ["verify"],
+        ["export", "--out", str(tmp_path / "out")],
+    ]
+    for args in reads:
+        done, trace = traced(behind, log, *args)
+        assert done.returncode in (0, 1) and done.stdout, (args, done.stderr)
+        assert writes_under(behind, trace) == [], args
     assert snapshot(behind) == before
     # The same trace of a writer shows its writes: the check can fail.
-    done = subprocess.run(
-        [*strace, "-o", str(log), sys.executable, "-m", "backscroll", "config"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done, trace = traced(behind, log, "config")
     assert done.returncode == 0, done.stderr
-    assert writes_under(behind, log.read_text())
+    assert writes_under(behind, trace)
 
 
 def test_a_reader_of_a_home_that_does_not_exist_creates_nothing(tmp_path: Path) -> None:
