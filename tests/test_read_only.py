@@ -33,7 +33,8 @@ PENDING = "config.json edited by hand: taken in by the daemon or the next comman
 
 @pytest.fixture
 def behind(tmp_path: Path) -> Path:
-    """Frames searchable; then, appended as a daemon whose projector lags would leave them,
+    """Frames searchable, their text and thumbnails encrypted (the key is read to answer);
+    then, appended as a daemon whose projector lags would leave them,
     two frames and a tombstone for one searchable frame; then config.json edited by hand."""
     home = tmp_path / "behind"
     png = tmp_path / "screen.png"
@@ -43,7 +44,7 @@ def behind(tmp_path: Path) -> Path:
         import_line(0.01, "Slack", "general", "shredded invoice draft"),
     ]
     with MemoryStore(home, write=True) as store:
-        store.set_config(retention_days=30)
+        store.set_config(retention_days=30, encrypt_text=True)
         import_frames(store, rows)
     with MemoryStore(home, write=True, catch_up=False) as store:
         [shredded] = [h.id for h in store.search("shredded")]
