@@ -91,6 +91,8 @@ def read_only(home: Path, mount: Path) -> Iterator[Path]:
 
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``backscroll *args`` as a shell runs it: with the usual umask, where this process's
+    own was narrowed by the writers it opened."""
     env = os.environ | {"BACKSCROLL_HOME": str(home)}
     return subprocess.run(
         [sys.executable, "-m", "backscroll", *args],
@@ -98,6 +100,7 @@ def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=120,
+        umask=0o022,
     )
 
 
@@ -125,6 +128,7 @@ def test_a_store_on_a_read_only_mount_answers_every_read_command(
         saved = tmp_path / "thumb.jpg"
         answered(cli(home, "show", str(frame_id), "--save", str(saved)))
         assert saved.read_bytes()[:3] == b"\xff\xd8\xff"
+        assert saved.stat().st_mode & 0o777 == 0o600  # decrypted: the owner's alone
         timeline = json.loads(answered(cli(home, "timeline", "--json")))
         assert [f["title"] for f in timeline["frames"]] == ["zsh"]  # never the shredded one
         status = json.loads(answered(cli(home, "status", "--json")))
@@ -133,6 +137,8 @@ def test_a_store_on_a_read_only_mount_answers_every_read_command(
         assert PENDING in answered(cli(home, "status"))
         answered(cli(home, "export", "--out", str(tmp_path / "out"), "--format", "json"))
         exported = json.loads((tmp_path / "out" / "frames.json").read_text())["frames"]
+        modes = {p.stat().st_mode & 0o777 for p in (tmp_path / "out").rglob("*") if p.is_file()}
+        assert modes == {0o600} and (tmp_path / "out").stat().st_mode & 0o777 == 0o700
         assert [f["id"] for f in exported] == [frame_id]
         assert "delete" in answered(cli(home, "log"))
         answered(cli(home, "verify"), codes=(0, 1))

@@ -114,6 +114,7 @@ def show(
 ) -> None:
     """A frame's full text and metadata; --save writes its decrypted thumbnail."""
     from base.errors import NotFoundError, UsageError
+    from base.fs import write_file
     from query.render import show_text
 
     with open_store(home) as store:
@@ -123,7 +124,7 @@ def show(
         if jpeg is None:
             raise NotFoundError(f"frame #{frame_id} has no readable thumbnail")
         try:
-            save.write_bytes(jpeg)
+            write_file(save, jpeg)  # 0600, whatever the umask: it is decrypted
         except OSError as exc:
             raise UsageError(f"cannot write the thumbnail to {save}: {exc.strerror}") from None
     if json:
