@@ -272,3 +272,22 @@ def test_a_reader_refuses_to_write(backscroll_home: Path) -> None:
             with pytest.raises(RuntimeError, match="opened to read"):
                 write()
     assert not backscroll_home.exists()
+
+
+def test_opening_a_month_to_read_leaves_no_folder_of_links_behind(
+    behind: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tantivy's watcher thread makes its lock file in the folder of links as the folder is
+    removed, often enough that ignoring the error left hundreds behind in /dev/shm."""
+    from projector.index import Manifest, open_to_read
+
+    scratch = tmp_path / "runtime"
+    scratch.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(scratch))
+    search = behind / "views" / "search"
+    manifest = Manifest.load(search)
+    assert manifest is not None
+    for _ in range(50):
+        for name in manifest.partitions.values():
+            assert open_to_read(search / name).searcher().num_docs >= 1
+    assert list(scratch.iterdir()) == []
