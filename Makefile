@@ -16,7 +16,7 @@ APT_PACKAGES := xvfb openbox xdotool x11-utils tesseract-ocr tesseract-ocr-eng z
 	sway foot wtype \
 	gnome-shell pipewire wireplumber gstreamer1.0-pipewire gstreamer1.0-plugins-base \
 	gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 libgirepository1.0-dev libcairo2-dev \
-	pkg-config python3-gi gir1.2-gtk-3.0 xwayland
+	pkg-config python3-gi gir1.2-gtk-3.0 xwayland strace
 
 .PHONY: install system venv test lint unit bench run
 

@@ -70,7 +70,7 @@ class Daemon:
     def __init__(
         self, home: str | os.PathLike[str] | None = None, *, interval: float | None = None
     ):
-        self.store = MemoryStore(home, catch_up=False)
+        self.store = MemoryStore(home, write=True, catch_up=False)
         self.home = self.store.home
         self.interval_override = interval
         self.stop_event = threading.Event()
@@ -157,6 +157,10 @@ class Daemon:
             self._stop_hotkey()
             self._follow_announcement(config.replace(announce_accessibility=False))
             self.store.log.append(DaemonStopped(ts_us=now_us(), pid=os.getpid(), reason=reason))
+            try:
+                self.store.refresh()  # the last frames searchable: readers never catch up
+            except Exception:  # the views can always be caught up later: stop cleanly
+                log.exception("the views did not catch up before the daemon stopped")
             self.heartbeat.remove()
             threading.excepthook = self._default_excepthook
             os.close(self._lock_fd)

@@ -209,7 +209,7 @@ def _demo_home(home: str | os.PathLike[str] | None) -> Path:
 def _prepare_store(store: Path, echo: Callable[[str], object]) -> None:
     from backscroll.store import MemoryStore
 
-    with MemoryStore(store) as memory:
+    with MemoryStore(store, write=True) as memory:
         if memory.state().totals().frames == 0:
             memory.set_config(
                 poll_seconds=DEMO_CONFIG["poll_seconds"],

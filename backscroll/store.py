@@ -1,8 +1,16 @@
 """``MemoryStore``: one home's log, views, key and thumbnails, behind one object.
 
-Reading keeps the views current first: when no daemon holds the views, the store catches
-them up itself; when a daemon does, it reads them as they are and ``lag`` says by how much
-they trail the log.
+A store opens to read (``MemoryStore(home)``) or to write (``MemoryStore(home, write=True)``).
+
+A reader writes nothing, ever: no umask change, no sweep of temporaries, no event, no lock,
+no catch-up, no purge, so a store on a read-only mount (a backup, a snapshot) can be
+searched, and reading never changes what a person keeps. It serves the views as their writer
+last committed them, with the control events the log holds past them (a deletion, a pause, a
+config change) applied in memory, so a tombstone hides its frames at once; ``lag`` says how
+many events the views trail by and ``behind_why`` why.
+
+A writer (the daemon, ``import``, every command that changes the store) takes in a hand edit
+of config.json, then catches the views up (which runs a pending purge) before it answers.
 """
 
 from __future__ import annotations
@@ -11,8 +19,9 @@ import hashlib
 import json
 import os
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from backscroll.heartbeat import read_heartbeat
 from backscroll.stats import Stats, measure
 from base.clock import now_us
 from base.config import Config, config_from_dict, weakened
@@ -25,8 +34,9 @@ from base.errors import (
 )
 from base.fs import ensure_dir, private_umask, sweep_temporaries, write_atomic
 from base.home import Layout, resolve_home
+from base.processes import pid_alive
 from eventlog.contract import EventLog
-from eventlog.events import ConfigChanged, Event, KeyCreated, Origin
+from eventlog.events import FRAME_TYPE, TYPE_CODES, ConfigChanged, Event, KeyCreated, Origin
 from eventlog.log import Log
 from projector.runner import Progress, Projector
 from projector.state import State
@@ -37,20 +47,40 @@ if TYPE_CHECKING:
     from backscroll.crypto import FrameCrypto
     from query.moments import Moment
 
+CONTROL_TYPES = frozenset(TYPE_CODES.values()) - {FRAME_TYPE}
 CONFIG_FILE = "config.json"
 CONFIG_HASH = "config.sha256"
+
+
+class ConfigEdit(NamedTuple):
+    """config.json as read against its last known hash: ``data`` None when unchanged."""
+
+    data: bytes | None = None
+    config: Config | None = None
+    problem: str | None = None
 
 
 class MemoryStore:
     """A Backscroll store. Use as a context manager; every method is safe to call from any
     process while a daemon runs."""
 
-    def __init__(self, home: str | os.PathLike[str] | None = None, *, catch_up: bool = True):
-        private_umask()
-        self.home = ensure_dir(resolve_home(home))
+    def __init__(
+        self,
+        home: str | os.PathLike[str] | None = None,
+        *,
+        write: bool = False,
+        catch_up: bool = True,
+    ):
+        """``write``: open as a writer, which catches the views up first unless ``catch_up``
+        is False (the daemon's projector thread and ``reindex`` do it themselves)."""
+        self.home = resolve_home(home)
         self.layout = Layout(self.home)
-        for folder in (self.home, self.layout.views):
-            sweep_temporaries(folder)
+        self.writes = write
+        if write:
+            private_umask()
+            ensure_dir(self.layout.log)
+            for folder in (self.home, self.layout.views):
+                sweep_temporaries(folder)
         self.log: EventLog = Log(self.layout.log)
         self.views = ViewReader(self.home)
         self.lag = 0
@@ -58,6 +88,12 @@ class MemoryStore:
         """Why the views trail the log by ``lag`` events (a daemon catching up, a full disk)."""
         self._crypto: FrameCrypto | None = None
         self._crypto_read = self._crypto_ensured = False
+        self.config_problem: str | None = None
+        """A hand edit of config.json that is refused, or not taken in yet."""
+        if not write:
+            self._read_as_they_are(self._why_behind())
+            self.config_problem = self._config_edit().problem
+            return
         self.take_config_edit()
         if catch_up:
             self.refresh()
@@ -75,10 +111,12 @@ class MemoryStore:
 
     def projector(self) -> Projector:
         """The views' writer; raises LockedError while another process (the daemon) has it."""
+        self._writer("write the views")
         return Projector(self.home, self.log)
 
     def refresh(self, progress: Progress | None = None) -> None:
         """Catch the views up with the log, unless another process is doing so."""
+        self._writer("catch the views up")
         try:
             with self.projector() as projector:
                 projector.catch_up(progress)
@@ -98,7 +136,20 @@ class MemoryStore:
             self.lag = 0
         else:
             self.lag = max(0, self.log.next_offset() - 1 - state.position)
+        if self.lag:
+            self.views.controls = list(self.log.read(state.position + 1, types=CONTROL_TYPES))
         self.behind_why = why if self.lag else ""
+
+    def _why_behind(self) -> str:
+        beat = read_heartbeat(self.home)
+        if beat is not None and pid_alive(beat.pid):
+            return "the daemon is catching up"
+        return "no daemon is running: the next command that changes the store catches them up"
+
+    def _writer(self, doing: str) -> None:
+        if not self.writes:
+            # A caller's mistake, not a person's: no BackscrollError, which reads as one.
+            raise RuntimeError(f"cannot {doing}: the store was opened to read, not write=True")
 
     def state(self) -> State:
         return self.views.state()
@@ -136,6 +187,7 @@ class MemoryStore:
         which key encrypts what). None where encryption is unavailable on this machine."""
         if self._crypto_ensured:
             return self._crypto
+        self._writer("create a key")
         from backscroll import keys
 
         if not keys.ENCRYPTION_AVAILABLE:
@@ -230,6 +282,7 @@ class MemoryStore:
     # -- appending control events ----------------------------------------------------------
 
     def append(self, event: Event) -> int:
+        self._writer("append to the log")
         offset = self.log.append(event)
         self.refresh()
         return offset
@@ -250,6 +303,7 @@ class MemoryStore:
         return config
 
     def write_config_file(self, config: Config) -> None:
+        self._writer("write config.json")
         data = (json.dumps(config.to_dict(), indent=2) + "\n").encode()
         write_atomic(self.home / CONFIG_FILE, data)
         write_atomic(self.home / CONFIG_HASH, hashlib.sha256(data).hexdigest().encode())
@@ -257,18 +311,40 @@ class MemoryStore:
     def take_config_edit(self) -> None:
         """A hand edit of config.json becomes a ConfigChanged event (origin "file"), taken in
         before anything rewrites the file; an invalid edit is refused and reported."""
-        self.config_problem: str | None = None
-        path = self.home / CONFIG_FILE
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
+        self._writer("take in a config.json edit")
+        edit = self._config_edit()
+        self.config_problem = edit.problem
+        if edit.data is None or edit.problem:
             return
+        before = self.config
+        try:
+            if edit.config is not None and edit.config != before:
+                # (Equal: our own rewrite seen before its hash was written, or a reformatting.)
+                self.log.append(
+                    ConfigChanged(
+                        ts_us=now_us(),
+                        config=edit.config.to_dict(),
+                        origin="file",
+                        weakened=weakened(before, edit.config),
+                    )
+                )
+            write_atomic(self.home / CONFIG_HASH, hashlib.sha256(edit.data).hexdigest().encode())
+        except DiskFullError as exc:
+            self.config_problem = f"config.json edit not taken in yet: {exc}"
+
+    def _config_edit(self) -> ConfigEdit:
+        """What config.json holds that its last known hash does not: nothing, a valid edit,
+        or one that is refused. Only reads."""
+        try:
+            data = (self.home / CONFIG_FILE).read_bytes()
+        except FileNotFoundError:
+            return ConfigEdit()
         try:
             known = (self.home / CONFIG_HASH).read_text()
         except FileNotFoundError:
             known = ""
         if hashlib.sha256(data).hexdigest() == known:
-            return
+            return ConfigEdit()
         try:
             edit = json.loads(data)
             if edit == {}:
@@ -276,23 +352,16 @@ class MemoryStore:
             config = config_from_dict(edit)
         except (ValueError, ConfigError) as exc:
             reason = str(exc).removeprefix("invalid config: ")
-            self.config_problem = f"config.json edit refused ({reason}); the previous config stays"
-            return
-        before = self.config
-        try:
-            if config != before:
-                # (Equal: our own rewrite seen before its hash was written, or a reformatting.)
-                self.log.append(
-                    ConfigChanged(
-                        ts_us=now_us(),
-                        config=config.to_dict(),
-                        origin="file",
-                        weakened=weakened(before, config),
-                    )
-                )
-            write_atomic(self.home / CONFIG_HASH, hashlib.sha256(data).hexdigest().encode())
-        except DiskFullError as exc:
-            self.config_problem = f"config.json edit not taken in yet: {exc}"
+            problem = f"config.json edit refused ({reason}); the previous config stays"
+            return ConfigEdit(data, problem=problem)
+        if self.writes or config == self.config:
+            return ConfigEdit(data, config)
+        return ConfigEdit(
+            data,
+            config,
+            "config.json edited by hand: taken in by the daemon or the next command that "
+            "changes the store",
+        )
 
     def why_empty(
         self, start: datetime | None, end: datetime | None, app: str | None

@@ -110,10 +110,10 @@ class _Tool:
     async def _run(self, work: Callable[[], T]) -> T:
         return await asyncio.to_thread(work)
 
-    def _store(self) -> MemoryStore:
+    def _store(self, *, write: bool = False) -> MemoryStore:
         from backscroll.store import MemoryStore
 
-        return MemoryStore(self.home)
+        return MemoryStore(self.home, write=write)
 
 
 class MemoryTool(_Tool):
@@ -252,19 +252,19 @@ class MemoryManageTool(_Tool):
             return error(str(exc), action=params.action)
 
     def _pause(self, p: Params) -> ToolResult:
-        with self._store() as store:
+        with self._store(write=True) as store:
             result = answer.pause(store, taken(contract.PauseRequest, p), "tool")
         until = result.until
         shown = f"until {until:%Y-%m-%d %H:%M}" if until else "until resumed"
         return answered(result, f"Screen memory capture paused {shown}.")
 
     def _resume(self, p: Params) -> ToolResult:
-        with self._store() as store:
+        with self._store(write=True) as store:
             result = answer.resume(store, "tool")
         return answered(result, "Screen memory capture resumed.")
 
     def _deny(self, p: Params) -> ToolResult:
-        with self._store() as store:
+        with self._store(write=True) as store:
             result = answer.deny(store, taken(contract.DenyRequest, p), "tool")
         changes = [f"added '{p.deny_add}'"] if p.deny_add else []
         changes += [f"removed '{p.deny_remove}'"] if p.deny_remove else []
@@ -272,7 +272,7 @@ class MemoryManageTool(_Tool):
         return answered(result, f"{head}\nNever recorded: {', '.join(result.deny_apps)}")
 
     def _config(self, p: Params) -> ToolResult:
-        with self._store() as store:
+        with self._store(write=True) as store:
             result = answer.configure(store, taken(contract.ConfigRequest, p), "tool")
         data = result.config.to_dict()
         lines = [f"{k}: {_shown(v)}" for k, v in data.items()]
@@ -287,7 +287,7 @@ class MemoryManageTool(_Tool):
         if not (p.since or p.until or p.app):
             return error("delete needs a scope (since, until or app); nothing was deleted")
         request = taken(contract.DeleteRequest, p)
-        with self._store() as store:
+        with self._store(write=True) as store:
             result = answer.delete(store, request, "tool")
         scope = answer.scope_text(result.start, result.end, result.app)
         return answered(result, f"Deleted {result.deleted} frame(s) in {scope}.")

@@ -117,7 +117,7 @@ def current(home: Path, report: Callable[[str], None] | None = None) -> Path:
     from backscroll.store import MemoryStore
 
     start = time.perf_counter()
-    MemoryStore(home)
+    MemoryStore(home, write=True)
     seconds = time.perf_counter() - start
     if report and seconds > 2:
         report(f"(the cached store's views were brought up to date first: {seconds:.0f} s)")
@@ -149,7 +149,7 @@ def import_store(
     from backscroll.actions import import_frames
     from backscroll.store import MemoryStore
 
-    store = MemoryStore(home)
+    store = MemoryStore(home, write=True)
     store.set_config(retention_days=RETENTION_DAYS, storage_cap_mb=STORAGE_CAP_MB)
     period = encrypted_every or 10**12
     run = encrypted_run if encrypted_every else 0

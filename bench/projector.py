@@ -378,7 +378,7 @@ def bench_delete(rounds: int) -> None:
     times: list[float] = []
     for r in range(rounds):
         home = copy_store(source, DATA / "work-delete")
-        store = MemoryStore(home)
+        store = MemoryStore(home, write=True)
         before = store.state().totals()
         timers = Timers()
         timers.wrap(Projector, "purge", PURGE)

@@ -132,7 +132,7 @@ def stored_frames(home: Path, start: int = 0) -> Iterator[tuple[Any, str]]:
     from backscroll.store import MemoryStore
     from eventlog.events import FRAME_TYPE, FrameCaptured
 
-    store = MemoryStore(home, catch_up=False)
+    store = MemoryStore(home)
     crypto = store.crypto
     for _, event in store.log.read(start, types={FRAME_TYPE}):
         assert isinstance(event, FrameCaptured)

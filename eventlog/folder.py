@@ -48,7 +48,11 @@ def list_segments(folder: Path) -> list[Segment]:
 def segment_files(folder: Path) -> list[Segment]:
     """Every segment file, both forms of a base included (a rewrite between its steps)."""
     out = []
-    for entry in os.scandir(folder):
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return []  # nothing appended yet
+    for entry in entries:
         parsed = parse_segment_name(entry.name)
         if parsed is not None:
             out.append(Segment(parsed[0], parsed[1], Path(entry.path)))
@@ -99,8 +103,12 @@ def lock_writer(folder: Path) -> int:
 
 
 def writer_active(folder: Path) -> bool:
-    """Whether another holder has the append lock now."""
-    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    """Whether another holder has the append lock now. Asked by readers: the lock file is
+    opened read-only and never created (a flock needs no write access)."""
+    try:
+        fd = os.open(folder / LOCK_NAME, os.O_RDONLY)
+    except FileNotFoundError:
+        return False  # no writer ever took it
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

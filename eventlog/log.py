@@ -73,7 +73,7 @@ class Log:
     def __init__(
         self, path: Path, *, fs: FileSystem | None = None, segment_bytes: int = SEGMENT_BYTES
     ) -> None:
-        self.path = ensure_dir(path)
+        self.path = path  # made by the first append: a reader creates nothing
         self.fs = fs or current()
         self.segment_bytes = segment_bytes
         self._thread_lock = threading.RLock()
@@ -180,6 +180,8 @@ class Log:
                 continue  # swapped away by a roll or compaction while we listed
 
     def reader(self, start: int = 0) -> LogReader:
+        """A follower, for the views' writer: it watches the folder, so the folder is made."""
+        ensure_dir(self.path)
         return LogReader(self, start)
 
     # -- appending (under the lock) --------------------------------------------------------
@@ -242,7 +244,7 @@ class Log:
             if self._lock_fd is not None:  # re-entered by this thread
                 yield
                 return
-            fd = lock_writer(self.path)
+            fd = lock_writer(ensure_dir(self.path))
             try:
                 self._lock_fd = fd
                 recover(self.fs, self.path)

@@ -1,5 +1,5 @@
 """Read-only access to the views: the search partitions and the state, as other processes
-committed them. Nothing here takes a lock or writes."""
+committed them. Nothing here takes a lock or writes under the home."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from base.home import Layout
-from projector.index import Manifest, open_index
+from projector.index import Manifest, open_to_read
 from projector.state import State
 
 if TYPE_CHECKING:
     import tantivy
+
+    from eventlog.events import Event
 
 
 class ViewReader:
@@ -21,6 +23,10 @@ class ViewReader:
         self._manifest: Manifest | None = None
         self._indexes: dict[str, tantivy.Index] = {}
         self._meta_mtimes: dict[str, int] = {}
+        self.controls: list[tuple[int, Event]] = []
+        """Control events (deletions, pauses, config changes) past the committed state, that
+        ``state`` applies: where the views trail the log and nothing may catch them up (a
+        reader), a tombstone still hides its frames at once."""
 
     def manifest(self) -> Manifest | None:
         try:
@@ -33,8 +39,8 @@ class ViewReader:
         return self._manifest
 
     def partitions(self, lo: str | None = None, hi: str | None = None) -> list[tantivy.Index]:
-        """Indexes of the months in [lo, hi] (inclusive month keys), oldest first, reloaded
-        so that commits made by another process since the last call are seen."""
+        """Indexes of the months in [lo, hi] (inclusive month keys), oldest first, opened
+        again when another process has committed to them since the last call."""
         manifest = self.manifest()
         if manifest is None:
             return []
@@ -43,13 +49,11 @@ class ViewReader:
             if (lo and month < lo) or (hi and month > hi):
                 continue
             try:
-                # A commit rewrites meta.json: reload only then (0.3 ms a month otherwise).
+                # A commit rewrites meta.json: open again only then (0.3 ms a month otherwise).
                 mtime = (self.layout.search / name / "meta.json").stat().st_mtime_ns
                 index = self._indexes.get(name)
-                if index is None:
-                    index = self._indexes[name] = open_index(self.layout.search / name)
-                elif mtime != self._meta_mtimes.get(name):
-                    index.reload()
+                if index is None or mtime != self._meta_mtimes.get(name):
+                    index = self._indexes[name] = open_to_read(self.layout.search / name)
             except (OSError, ValueError):
                 continue  # gone or damaged: the views' writer rebuilds it
             self._meta_mtimes[name] = mtime
@@ -57,4 +61,8 @@ class ViewReader:
         return out
 
     def state(self) -> State:
-        return State.load(self.layout.views) or State()
+        state = State.load(self.layout.views) or State()
+        for offset, event in self.controls:
+            if offset > state.position:
+                state.apply(offset, event)
+        return state

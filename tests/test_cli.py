@@ -189,7 +189,7 @@ def test_while_another_process_holds_the_views_a_search_says_how_far_behind(
     from backscroll.actions import import_frames
     from backscroll.store import MemoryStore
 
-    with MemoryStore() as store, store.projector():  # as a running daemon would
+    with MemoryStore(write=True) as store, store.projector():  # as a running daemon would
         import_frames(store, [json.dumps(FRAMES[0])])
         code, _, err = run(capsys, "search", "econnrefused")
     assert code == 0 and "1 event(s) behind the log" in err

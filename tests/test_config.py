@@ -47,7 +47,7 @@ def test_invalid_values_are_refused_with_one_line(change: dict[str, object]) -> 
 def test_config_json_is_a_readable_copy_rewritten_after_each_change(
     backscroll_home: Path,
 ) -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         store.set_config(retention_days=9)
         assert json.loads((backscroll_home / "config.json").read_text())["retention_days"] == 9
     with MemoryStore() as store:  # our own rewrite is not mistaken for a hand edit
@@ -59,16 +59,16 @@ def test_config_json_is_a_readable_copy_rewritten_after_each_change(
 
 
 def test_a_hand_edit_becomes_an_event_and_a_bad_one_is_refused(backscroll_home: Path) -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         store.set_config(retention_days=9)
     path = backscroll_home / "config.json"
     data = json.loads(path.read_text())
     path.write_text(json.dumps({**data, "retention_days": 3}))
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         assert store.config.retention_days == 3
         assert [e.origin for e in config_events(store)] == ["cli", "file"]
     path.write_text(json.dumps({**data, "poll_seconds": 0.01}))
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         assert store.config.retention_days == 3 and store.config.poll_seconds == 1.0
         assert "poll_seconds must be at least 0.2" in (store.config_problem or "")
         assert len(config_events(store)) == 2

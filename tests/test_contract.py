@@ -55,7 +55,7 @@ def home(backscroll_home: Path, tmp_path: Path) -> Path:
 
     png = tmp_path / "screen.png"
     Image.new("RGB", (80, 50), (10, 160, 90)).save(png)
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(store, [json.dumps(f | {"image": str(png)}) for f in FRAMES])
     return backscroll_home
 

@@ -164,7 +164,7 @@ def test_pause_timed_pause_resume_and_the_hotkey(desktop: Desktop, daemon: Daemo
     daemon.cli("resume")
     wait_for(lambda: len(daemon.frames()) == 2, "capture after resume")
 
-    with MemoryStore(daemon.home) as store:
+    with MemoryStore(daemon.home, write=True) as store:
         pause(store, datetime.now(UTC) + timedelta(seconds=2))
     wait_for(lambda: daemon.status()["daemon"]["last_outcome"] == "paused", "the timed pause")
     desktop.activate(first.window_id)
@@ -478,3 +478,15 @@ def test_windows_destroyed_under_the_probe_cost_nothing_and_capture_goes_on(
     daemon.stop()
     assert daemon.cli("verify").strip().endswith("healthy")
     assert "Traceback" not in daemon.log.read_text()
+
+
+def test_a_stopped_daemon_leaves_the_views_caught_up_with_the_log(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    window = desktop.open_xterm(["the last frame before the stop"], "last")
+    daemon.start()
+    desktop.activate(window.window_id)
+    wait_for(lambda: daemon.frames(), "a frame")
+    daemon.stop()
+    with MemoryStore(daemon.home) as store:  # a reader: it catches nothing up itself
+        assert store.lag == 0, store.behind_why

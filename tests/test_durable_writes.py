@@ -218,7 +218,7 @@ def test_the_fault_fs_undoes_links_and_folders_not_made_durable(tmp_path: Path) 
 def test_an_orphan_thumbnail_is_removed_even_once_its_number_went_to_another_event(
     keyed: Path,
 ) -> None:
-    with MemoryStore(keyed) as store:
+    with MemoryStore(keyed, write=True) as store:
         kept = capture(store, seen(0))
         crypto = store.ensure_crypto()
         assert crypto is not None
@@ -277,7 +277,7 @@ def reopened(home: Path, where: str) -> Iterator[MemoryStore]:
     its first append (the log's torn tail kept aside), then the thumbnails of frames whose
     event never made it removed; the views caught up."""
     # Under a fault layer that never cuts, for its fsyncs in the model only: sweeps run fast.
-    with installed(FaultFS()), MemoryStore(home) as store:
+    with installed(FaultFS()), MemoryStore(home, write=True) as store:
         store.append(DaemonStarted(ts_us=now_us(), pid=os.getpid()))
         with store.log.locked():
             remove_orphan_thumbnails(home, store.log)
@@ -302,7 +302,7 @@ def check_thumbnails(store: MemoryStore, where: str) -> dict[int, FrameCaptured]
 def keyed(tmp_path: Path) -> Path:
     """A store with its key and nothing captured yet."""
     home = tmp_path / "keyed"
-    with MemoryStore(home) as store:
+    with MemoryStore(home, write=True) as store:
         store.ensure_crypto()
     return home
 
@@ -312,7 +312,7 @@ def captured(keyed: Path, tmp_path: Path) -> Path:
     """A store holding five frames over two days and two apps, views caught up."""
     home = tmp_path / "captured"
     shutil.copytree(keyed, home)
-    with MemoryStore(home) as store:
+    with MemoryStore(home, write=True) as store:
         capture(store, seen(0), seen(1, "secret"), seen(2, day=1), seen(3, "secret", day=1))
         capture(store, seen(4))
         store.refresh()
@@ -320,7 +320,7 @@ def captured(keyed: Path, tmp_path: Path) -> Path:
 
 
 def capture_and_search(home: Path, told: Told) -> None:
-    with MemoryStore(home) as store:
+    with MemoryStore(home, write=True) as store:
         for one in (seen(10), seen(11), seen(12, day=2)):
             told.frames += capture(store, one)
         store.refresh()
@@ -345,12 +345,12 @@ def test_a_power_cut_while_capturing_loses_no_acknowledged_frame_or_thumbnail(
 
 
 def catch_up(home: Path, told: Told) -> None:
-    with MemoryStore(home) as store:
+    with MemoryStore(home, write=True) as store:
         told.done = store.lag == 0
 
 
 def rebuild(home: Path, told: Told) -> None:
-    with MemoryStore(home) as store:
+    with MemoryStore(home, write=True) as store:
         rebuild_views(store)
         told.done = True
 
@@ -360,7 +360,7 @@ def behind(keyed: Path, tmp_path: Path) -> Path:
     """A store whose log holds frames its views have not taken in yet."""
     home = tmp_path / "behind"
     shutil.copytree(keyed, home)
-    with MemoryStore(home, catch_up=False) as store:
+    with MemoryStore(home, catch_up=False, write=True) as store:
         store.ensure_crypto()
         capture(store, seen(0), seen(1, day=1), seen(2, day=40))
     return home
@@ -382,7 +382,7 @@ def test_a_power_cut_between_a_views_commit_and_its_manifest_leaves_views_that_r
 
 
 def create_key(home: Path, told: Told) -> None:
-    with MemoryStore(home) as store:
+    with MemoryStore(home, write=True) as store:
         store.ensure_crypto()
         told.done = True
 
@@ -392,7 +392,7 @@ def test_a_power_cut_while_the_key_is_made_leaves_no_key_or_the_whole_one(
     tmp_path: Path, torn: bool
 ) -> None:
     empty = tmp_path / "empty"
-    MemoryStore(empty).close()
+    MemoryStore(empty, write=True).close()
     trace = traced(tmp_path, empty, create_key)
     assert any(call == "link key" for call in trace)
     assert any(call == "rename keyinfo.json" for call in trace)
@@ -412,20 +412,20 @@ def test_a_power_cut_while_the_key_is_made_leaves_no_key_or_the_whole_one(
 
 
 def set_config(home: Path, told: Told) -> None:
-    with MemoryStore(home) as store:
+    with MemoryStore(home, write=True) as store:
         store.set_config(interval_seconds=20.0)
         told.done = True
 
 
 def take_in_hand_edit(home: Path, told: Told) -> None:
-    with MemoryStore(home) as store:
+    with MemoryStore(home, write=True) as store:
         told.done = store.config_problem is None
 
 
 @pytest.fixture
 def configured(tmp_path: Path) -> Path:
     home = tmp_path / "configured"
-    with MemoryStore(home) as store:
+    with MemoryStore(home, write=True) as store:
         store.set_config(interval_seconds=10.0)
     return home
 
@@ -461,7 +461,7 @@ def test_a_power_cut_mid_config_edit_leaves_the_old_config_or_the_new(
 
 
 def purge(home: Path, told: Told) -> None:
-    with MemoryStore(home) as store:
+    with MemoryStore(home, write=True) as store:
         delete(store, app="secret")
         told.done = True
 
@@ -516,7 +516,7 @@ def test_the_layer_in_use_is_the_real_one_outside_a_sweep() -> None:
     assert base.fs.current() is base.fs.REAL_FS
 
 
-def test_a_dead_writers_temporary_is_swept_when_the_store_opens_and_a_live_ones_is_not(
+def test_a_dead_writers_temporary_is_swept_when_a_writer_opens_the_store_and_a_live_ones_is_not(
     backscroll_home: Path,
 ) -> None:
     ensure_dir(backscroll_home / "views")
@@ -530,7 +530,10 @@ def test_a_dead_writers_temporary_is_swept_when_the_store_opens_and_a_live_ones_
     live.write_bytes(b"{}")
     someone_elses = backscroll_home / ".notes.tmp"
     someone_elses.write_bytes(b"not ours")
-    with MemoryStore():
+    with MemoryStore():  # a reader removes nothing
+        pass
+    assert dead.exists() and stale_view.exists()
+    with MemoryStore(write=True):
         pass
     assert not dead.exists() and not stale_view.exists()
     assert live.exists() and someone_elses.exists()

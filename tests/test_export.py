@@ -58,7 +58,7 @@ def png(tmp_path: Path) -> Path:
 @pytest.fixture
 def store(png: Path) -> Any:
     """Three frames with thumbnails, the Slack one with encrypted text."""
-    with MemoryStore() as s:
+    with MemoryStore(write=True) as s:
         import_frames(s, [json.dumps(dict(f, image=str(png))) for f in FRAMES[:2]])
         s.set_config("cli", encrypt_text=True)
         import_frames(s, [json.dumps(dict(FRAMES[2], image=str(png)))])

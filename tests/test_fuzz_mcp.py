@@ -194,7 +194,7 @@ def test_no_generated_call_escapes_or_changes_the_log_when_refused(
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "user"))  # the default export folder is in it
     exports = tmp_path / "exports"
-    with MemoryStore(backscroll_home) as store:
+    with MemoryStore(backscroll_home, write=True) as store:
         import_frames(store, [json.dumps(frame) for frame in FRAMES])
     calls: Counter[str] = Counter()
     started = time.monotonic()

@@ -35,7 +35,7 @@ def titles(hits: list[Hit]) -> list[str]:
 
 
 def test_an_ocr_misreading_is_found_and_marked_fuzzy() -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(store, [row("error: too many argunents given", title="misread")])
         [hit] = store.search("arguments")
         assert hit.title == "misread"
@@ -48,7 +48,7 @@ def test_an_ocr_misreading_is_found_and_marked_fuzzy() -> None:
 
 
 def test_fuzzy_matches_come_newest_first_across_months() -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(
             store,
             [
@@ -63,7 +63,7 @@ def test_fuzzy_matches_come_newest_first_across_months() -> None:
 
 
 def test_an_exact_match_wins_and_is_not_marked() -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(
             store,
             [row("too many argunents", title="misread"), row("the arguments", title="exact")],
@@ -74,7 +74,7 @@ def test_an_exact_match_wins_and_is_not_marked() -> None:
 
 
 def test_only_ocr_text_is_forgiven_not_accessibility_text_titles_or_encrypted_text() -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(
             store,
             [
@@ -89,7 +89,7 @@ def test_only_ocr_text_is_forgiven_not_accessibility_text_titles_or_encrypted_te
 
 
 def test_short_words_numbers_phrases_and_prefixes_are_taken_as_they_are() -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(
             store, [row("cot listening on port 5433 for build2 after too many argunents")]
         )
@@ -102,7 +102,7 @@ def test_short_words_numbers_phrases_and_prefixes_are_taken_as_they_are() -> Non
 
 
 def test_fuzzy_matches_come_before_near_misses_and_the_switch_turns_them_off() -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(
             store,
             [row("too many argunents", title="misread"), row("many things", title="other")],
@@ -118,7 +118,7 @@ def test_fuzzy_matches_come_before_near_misses_and_the_switch_turns_them_off() -
 
 
 def test_the_cli_and_the_agent_tool_show_the_marking() -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(store, [row("too many argunents", title="misread")])
     result = CliRunner().invoke(cli, ["search", "arguments"])
     assert result.exit_code == 0, result.output

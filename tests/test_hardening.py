@@ -65,7 +65,7 @@ def smuggle(home: Path, event: FrameCaptured) -> int:
 
 
 def test_an_event_the_views_cannot_project_is_never_appended(backscroll_home: Path) -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(store, [line(1)])
         before = log_bytes(backscroll_home)
         bad = FrameCaptured(
@@ -143,7 +143,7 @@ def test_one_event_that_does_not_decode_never_bricks_the_store(
 
 
 def _sealed_store(home: Path, frames: int = 400) -> MemoryStore:
-    store = MemoryStore(home)
+    store = MemoryStore(home, write=True)
     store.log.segment_bytes = 16 * 1024  # seal often: the rewrites meet sealed segments
     for start in range(0, frames, 25):
         apps = ["Terminal", "Browser", "Slack", "Editor"]
@@ -291,13 +291,18 @@ def test_a_hand_edit_that_weakens_privacy_is_recorded_and_shown(
     data["redact"] = False
     data["deny_apps"] = [p for p in data["deny_apps"] if p != "MyBank"]
     path.write_text(json.dumps(data))
+    out = run(capsys, "status")[1]  # a reader: the edit is pending, not taken in
+    assert "config.json edited by hand: taken in by the daemon or the next command" in out
+    assert "redaction turned off" not in out
+    assert run(capsys, "config")[0] == 0  # a writer takes it in
     out = run(capsys, "status")[1]
-    assert "a hand edit of config.json" in out
+    assert "a hand edit of config.json" in out and "edited by hand" not in out
     assert "redaction turned off" in out and "taken off the deny list: MyBank" in out
     out = run(capsys, "log", "--kind", "config")[1]
     assert "weakened" in out and "MyBank" in out
     # A partial edit takes defaults for what it leaves out, and says what that weakens.
     path.write_text(json.dumps({"retention_days": 7}))
+    assert run(capsys, "config")[0] == 0
     assert "redaction turned off" not in run(capsys, "status")[1]
 
 
@@ -402,7 +407,7 @@ def test_a_hand_made_damage_event_cannot_point_clear_damaged_at_other_files(
     assert run(capsys, "deny", "add", "MyBank")[0] == 0  # writes config.json
     target = backscroll_home / "config.json"
     assert target.exists()
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         for aside in ("../config.json", "LOCK", "NEXT", "damaged/../../config.json"):
             store.log.append(
                 DamageFound(ts_us=1, segment="x", first_offset=0, last_offset=0, aside=aside)

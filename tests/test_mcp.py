@@ -55,7 +55,7 @@ def home(backscroll_home: Path, tmp_path: Path) -> Path:
         {"ts": ago(2.0), "app": "Terminal", "title": "pytest", "text": "3 passed in 0.4s"},
         {"ts": ago(1.0), "app": "Code", "title": "app.py", "text": "def handler(): return 2"},
     ]
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(store, [json.dumps(r) for r in rows])
     return backscroll_home
 

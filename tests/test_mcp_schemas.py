@@ -46,7 +46,7 @@ def home(backscroll_home: Path, tmp_path: Path) -> Path:
         {"ts": ago(28), "app": "Firefox", "title": "Grafana", "text": "latency dashboard"},
         {"ts": ago(2), "app": "Code", "title": "app.py", "text": "def handler(): return 2"},
     ]
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(store, [json.dumps(r) for r in rows])
     return backscroll_home
 

@@ -56,7 +56,7 @@ def store(backscroll_home: Path) -> MemoryStore:
         *tail_session(),
         line(20, "Code", "app.py", other_text(2)),
     ]
-    store = MemoryStore()
+    store = MemoryStore(write=True)
     import_frames(store, rows)
     return store
 
@@ -101,7 +101,7 @@ def test_frames_of_one_window_with_another_window_between_are_separate_moments(
         line(3.5, "Slack", "general", "lunch?"),  # another window, not a match
         *tail_session(first=3, count=3, at=4),
     ]
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(store, rows)
         moments = store.moments("unpacking")
     assert sorted(len(m.frames) for m in moments) == [3, 3]
@@ -120,7 +120,7 @@ def test_frames_of_one_window_whose_text_changed_a_lot_are_separate_moments(
         line(5, "Terminal", "root@build: tail -f", "clear"),
         line(6, "Terminal", "root@build: tail -f", other_text(3)),
     ]
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(store, rows)
         moments = store.moments("unpacking")
     assert sorted(len(m.frames) for m in moments) == [1, 2, 3]
@@ -134,7 +134,7 @@ def test_a_deleted_window_between_frames_no_longer_separates_them(backscroll_hom
         line(2.5, "Slack", "general", "lunch?"),
         *tail_session(first=2, count=2, at=3),
     ]
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(store, rows)
         assert len(store.moments("unpacking")) == 2
         delete(store, app="Slack")
@@ -194,7 +194,7 @@ def test_frames_between_two_hits_count_and_past_the_bound_keep_them_apart(
         line(1, "Terminal", title, log_view(41)),  # not a match, barely changed
         line(2, "Terminal", title, log_view(42) + " needle"),
     ]
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(store, rows)
         [moment] = store.moments("needle")
         assert len(moment.frames) == 2
@@ -203,7 +203,7 @@ def test_frames_between_two_hits_count_and_past_the_bound_keep_them_apart(
 
 
 def test_encrypted_frames_group_by_their_decrypted_text(backscroll_home: Path) -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         store.set_config(encrypt_text=True)
         import_frames(store, [*tail_session(count=4), line(5, "Code", "a.py", other_text(2))])
         assert all(h.encrypted for h in store.timeline())

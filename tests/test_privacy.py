@@ -26,7 +26,7 @@ def picture(tmp_path: Path) -> Path:
 def test_encrypted_text_is_unreadable_on_disk_yet_found_by_exact_word(
     backscroll_home: Path, picture: Path
 ) -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         store.set_config(encrypt_text=True)
         import_frames(
             store,
@@ -59,7 +59,7 @@ def test_encrypted_text_is_unreadable_on_disk_yet_found_by_exact_word(
 def test_a_lost_key_reads_as_empty_text_and_no_image_and_search_keeps_working(
     backscroll_home: Path, picture: Path
 ) -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(store, [import_line(1, "Editor", "notes", "visible nebula")])
         store.set_config(encrypt_text=True)
         import_frames(store, [import_line(1, "Terminal", "zsh quasar", "secretive words", picture)])
@@ -74,7 +74,7 @@ def test_a_lost_key_reads_as_empty_text_and_no_image_and_search_keeps_working(
 def test_reindex_encrypts_stored_plaintext_and_redacts_old_secrets(
     backscroll_home: Path, picture: Path
 ) -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         store.set_config(redact=False, encrypt_thumbnails=False)
         import_frames(
             store,
@@ -95,7 +95,7 @@ def test_reindex_encrypts_stored_plaintext_and_redacts_old_secrets(
         assert files_containing(backscroll_home, word) == []
     assert not list(backscroll_home.glob("thumbs/*/*.jpg"))
     assert list(backscroll_home.glob("thumbs/*/*.jpg.enc"))
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         store.set_config(encrypt_text=False)
         reindex(store)
         assert [h.encrypted for h in store.search("gravimetric")] == [False]
@@ -105,7 +105,7 @@ def test_reindex_encrypts_stored_plaintext_and_redacts_old_secrets(
 def test_deleted_frames_leave_nothing_readable_and_never_come_back(
     backscroll_home: Path, picture: Path, scope: str
 ) -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(
             store,
             [
@@ -135,7 +135,7 @@ def test_deleted_frames_leave_nothing_readable_and_never_come_back(
             assert index_doc_freq(backscroll_home, field, word) == 0
     assert stray_segment_files(backscroll_home) == []
     assert not list(backscroll_home.glob("thumbs/*/*"))
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         rebuild_views(store)
         assert store.search("obliviate") == []
         log = [e for _, e in store.log.read() if type(e).__name__ == "FramesDeleted"]
@@ -143,7 +143,7 @@ def test_deleted_frames_leave_nothing_readable_and_never_come_back(
 
 
 def test_frame_ids_never_restart_after_everything_is_cleared(backscroll_home: Path) -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(store, [import_line(1, "A", "a", "one"), import_line(1, "B", "b", "two")])
         last = max(h.id for h in store.timeline())
         delete(store)
@@ -158,7 +158,7 @@ def test_tampered_and_moved_ciphertexts_are_reported_and_the_rest_keeps_working(
 
     from eventlog.events import FrameCaptured
 
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         store.set_config(encrypt_text=True)
         import_frames(
             store,
@@ -204,7 +204,7 @@ def test_the_storage_cap_deletes_oldest_first_down_to_ninety_percent(
 ) -> None:
     from backscroll.housekeeping import _used_bytes
 
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         big = "filler " * 3000
         import_frames(
             store,
@@ -226,7 +226,7 @@ def test_the_storage_cap_deletes_oldest_first_down_to_ninety_percent(
 def test_the_first_encrypted_write_records_the_key_by_fingerprint(backscroll_home: Path) -> None:
     from backscroll.keys import key_status
 
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         store.set_config(encrypt_text=True)
         import_frames(store, [import_line(1, "A", "a", "one")])
         import_frames(store, [import_line(1, "B", "b", "two")])
@@ -242,7 +242,7 @@ def test_a_damaged_purge_plan_after_the_log_was_compacted_still_purges_every_mon
 ) -> None:
     from projector.runner import Projector
 
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(
             store,
             [
@@ -262,7 +262,11 @@ def test_a_damaged_purge_plan_after_the_log_was_compacted_still_purges_every_mon
     assert files_containing(backscroll_home / "log", "obliviate") == []  # compacted away
     assert index_doc_freq(backscroll_home, "text", "obliviate") == 1  # the index still has it
     (backscroll_home / "views" / "purge.json").write_bytes(b"\x00garbage")
-    with MemoryStore() as store:
+    with MemoryStore() as store:  # a reader: the tombstone hides the frame, nothing is purged
+        assert store.search("obliviate") == []
+        assert len(store.search("pelican")) == 1
+    assert index_doc_freq(backscroll_home, "text", "obliviate") == 1
+    with MemoryStore(write=True) as store:  # the next writer finishes the purge
         assert store.search("obliviate") == []
         assert len(store.search("pelican")) == 1
     assert index_doc_freq(backscroll_home, "text", "obliviate") == 0

@@ -53,7 +53,7 @@ def snapshot(store: MemoryStore) -> tuple[object, ...]:
 def test_incremental_projection_equals_a_rebuild_after_deletions_and_retention(
     backscroll_home: Path,
 ) -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(store, lines(600))
         delete(store, app="slack")
         import_frames(store, lines(200, seed=1))
@@ -63,12 +63,12 @@ def test_incremental_projection_equals_a_rebuild_after_deletions_and_retention(
         rebuild_views(store)
         assert snapshot(store) == incremental
     shutil.rmtree(backscroll_home / "views")
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         assert snapshot(store) == incremental
 
 
 def test_deleting_by_ids_leaves_no_trace(backscroll_home: Path) -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(
             store,
             [
@@ -92,23 +92,23 @@ def test_deleting_by_ids_leaves_no_trace(backscroll_home: Path) -> None:
     assert stray_segment_files(backscroll_home) == []
 
 
-def test_a_damaged_view_is_rebuilt_by_itself(backscroll_home: Path) -> None:
-    with MemoryStore() as store:
+def test_a_damaged_view_is_rebuilt_by_the_next_writer(backscroll_home: Path) -> None:
+    with MemoryStore(write=True) as store:
         import_frames(store, lines(100))
         before = snapshot(store)
     search = backscroll_home / "views" / "search"
     (backscroll_home / "views" / "state.msgpack").write_bytes(b"garbage")
     (search / "manifest.json").write_text("{not json")
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         assert snapshot(store) == before
     partition = next(p for p in search.iterdir() if p.is_dir())
     shutil.rmtree(partition)
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         assert snapshot(store) == before
     # Views of an older schema (an upgrade) are rebuilt in the current one.
     manifest = json.loads((search / "manifest.json").read_text())
     (search / "manifest.json").write_text(json.dumps({**manifest, "schema": SCHEMA_VERSION - 1}))
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         assert snapshot(store) == before
     assert json.loads((search / "manifest.json").read_text())["schema"] == SCHEMA_VERSION
 
@@ -160,7 +160,7 @@ def test_a_long_lived_reader_sees_new_commits_without_reopening(backscroll_home:
     from query.search import Searcher
     from query.views import ViewReader
 
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(store, lines(20))
         reader = Searcher(ViewReader(backscroll_home))
         assert reader.search("unique3") and not reader.search("unique25")

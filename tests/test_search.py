@@ -26,7 +26,7 @@ def apps(hits: list[Hit]) -> list[str]:
 
 
 def test_the_app_filter_is_a_substring_of_the_app_name_or_the_title() -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(
             store,
             [
@@ -50,7 +50,7 @@ def test_the_app_filter_is_a_substring_of_the_app_name_or_the_title() -> None:
 
 
 def test_the_app_filter_shows_exactly_what_deleting_by_app_deletes() -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(
             store,
             [
@@ -68,7 +68,7 @@ def test_the_app_filter_shows_exactly_what_deleting_by_app_deletes() -> None:
 
 
 def test_the_app_filter_finds_an_app_seen_only_in_an_earlier_month() -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(
             store,
             [
@@ -82,7 +82,7 @@ def test_the_app_filter_finds_an_app_seen_only_in_an_earlier_month() -> None:
 
 
 def test_a_phrase_matches_plaintext_and_encrypted_frames_in_order_only() -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(
             store,
             [
@@ -106,7 +106,7 @@ def test_a_phrase_matches_plaintext_and_encrypted_frames_in_order_only() -> None
 
 
 def test_hits_from_every_month_merge_into_one_list_best_first() -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(
             store,
             [
@@ -122,7 +122,7 @@ def test_hits_from_every_month_merge_into_one_list_best_first() -> None:
 
 
 def test_when_no_frame_has_every_term_the_search_retries_with_any_as_near_misses() -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(
             store,
             [
@@ -147,7 +147,7 @@ def test_when_no_frame_has_every_term_the_search_retries_with_any_as_near_misses
 
 
 def test_near_misses_are_labelled_in_the_output() -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(store, [import_line(1, "Editor", "a", "invoice 4471 from acme")])
     out = run_cli("search", "invoice zebra")
     assert "0 match(es) with every term; 1 near miss(es) with some, best first:" in out
@@ -156,7 +156,7 @@ def test_near_misses_are_labelled_in_the_output() -> None:
 
 
 def test_a_phrase_does_not_span_the_app_name_and_the_title() -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(
             store,
             [
@@ -171,7 +171,7 @@ def test_a_phrase_does_not_span_the_app_name_and_the_title() -> None:
 
 def test_snippets_bracket_the_matching_words_around_the_first_match() -> None:
     lead = "npm ERR! code ELIFECYCLE " * 8
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(
             store, [import_line(1, "Terminal", "zsh", lead + "Error: connect ECONNREFUSED")]
         )
@@ -183,7 +183,7 @@ def test_snippets_bracket_the_matching_words_around_the_first_match() -> None:
 
 
 def test_a_phrase_in_the_title_of_an_encrypted_frame_is_found() -> None:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         store.set_config(encrypt_text=True)
         import_frames(
             store,

@@ -47,7 +47,7 @@ SPEC_STATS = [
 
 @pytest.fixture
 def home(backscroll_home: Path) -> Path:
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(store, [json.dumps(f) for f in FRAMES])
     return backscroll_home
 

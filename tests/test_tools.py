@@ -53,7 +53,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 def populate(frames: list[dict[str, Any]], image: Path | None = None) -> None:
     rows = [dict(f, image=str(image)) if image else f for f in frames]
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         import_frames(store, [json.dumps(r) for r in rows])
 
 
@@ -257,7 +257,7 @@ def test_an_invalid_config_value_changes_nothing() -> None:
     manage = MemoryManageTool()
     bad = run(manage.execute(None, Manage(action="config", retention_days=-3, storage_cap_mb=64)))
     assert "retention_days" in one_line_error(bad)
-    with MemoryStore() as store:
+    with MemoryStore(write=True) as store:
         assert (store.config.retention_days, store.config.storage_cap_mb) == (30, 2048)
 
 

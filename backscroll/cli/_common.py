@@ -38,10 +38,11 @@ Until = Annotated[str | None, typer.Option("--until", help=contract.UNTIL)]
 App = Annotated[str | None, typer.Option("--app", help=contract.APP)]
 
 
-def open_store(home: Path | None, catch_up: bool = True) -> MemoryStore:
+def open_store(home: Path | None, *, write: bool = False, catch_up: bool = True) -> MemoryStore:
+    """To read (writes nothing) or, ``write``, to change the store (``MemoryStore``)."""
     from backscroll.store import MemoryStore
 
-    return MemoryStore(home, catch_up=catch_up)
+    return MemoryStore(home, write=write, catch_up=catch_up)
 
 
 def ask(kind: type[R], **arguments: Any) -> R:

@@ -47,7 +47,7 @@ def pause(
 
     request = ask(contract.PauseRequest, duration=duration)
     pause_until(request.duration)  # a bad duration is refused before the store opens
-    with open_store(home) as store:
+    with open_store(home, write=True) as store:
         if toggle and store.state().pause.active(now_us()):
             answer.resume(store, "cli")
             typer.echo("capture resumed")
@@ -61,7 +61,7 @@ def resume(home: Home = None) -> None:
     """Resume capture."""
     from backscroll import answer
 
-    with open_store(home) as store:
+    with open_store(home, write=True) as store:
         answer.resume(store, "cli")
     typer.echo("capture resumed")
 
@@ -78,7 +78,7 @@ def deny_list(home: Home = None) -> None:
     """Show the deny list."""
     from backscroll import answer
 
-    with open_store(home) as store:
+    with open_store(home, write=True) as store:
         listed = answer.deny(store, contract.DenyRequest(), "cli")
     for pattern in listed.deny_apps:
         typer.echo(pattern)
@@ -90,7 +90,7 @@ def deny_add(pattern: str, home: Home = None) -> None:
     from backscroll import answer
 
     request = ask(contract.DenyRequest, deny_add=pattern)
-    with open_store(home) as store:
+    with open_store(home, write=True) as store:
         answer.deny(store, request, "cli")
     typer.echo(f"denied: {pattern}")
 
@@ -101,7 +101,7 @@ def deny_remove(pattern: str, home: Home = None) -> None:
     from backscroll import answer
 
     request = ask(contract.DenyRequest, deny_remove=pattern)
-    with open_store(home) as store:
+    with open_store(home, write=True) as store:
         answer.deny(store, request, "cli")
     typer.echo(f"no longer denied: {pattern}")
 
@@ -146,7 +146,7 @@ def config(
         capture_backend=backend,
         announce_accessibility=on_off(announce_accessibility, "--announce-accessibility"),
     )
-    with open_store(home) as store:
+    with open_store(home, write=True) as store:
         configured = answer.configure(store, request, "cli")
     if json:
         typer.echo(contract.encode(configured))
@@ -185,7 +185,7 @@ def clear(
     scope = answer.scope_text(*span, request.app)
     if not yes:
         typer.confirm(f"Delete every frame in {scope}? This cannot be undone", abort=True)
-    with open_store(home) as store:
+    with open_store(home, write=True) as store:
         deleted = answer.delete(store, request, "cli", span)
     typer.echo(f"deleted {deleted.deleted} frame(s) in {scope}")
 
@@ -199,7 +199,7 @@ def _clear_damaged(home: Path | None, yes: bool) -> None:
             "They cannot be read by this version of Backscroll",
             abort=True,
         )
-    with open_store(home) as store:
+    with open_store(home, write=True) as store:
         done = discard_damaged(store)
     typer.echo(
         f"removed {done.files} damaged range(s) kept aside and {done.events} event(s) that "
@@ -223,7 +223,7 @@ def reindex(
 
     if not views_only and not yes:
         typer.confirm("Rewrite every stored frame under the current config?", abort=True)
-    with open_store(home, catch_up=False) as store, Progress(transient=True) as bar:
+    with open_store(home, write=True, catch_up=False) as store, Progress(transient=True) as bar:
         task = bar.add_task("rebuilding views" if views_only else "rewriting frames", total=None)
 
         def step(done: int, total: int) -> None:
@@ -259,7 +259,7 @@ def import_(
         if source == "-"
         else Path(source).open(encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
     )
-    with stream, open_store(home) as store, Progress(transient=True) as bar:
+    with stream, open_store(home, write=True) as store, Progress(transient=True) as bar:
         task = bar.add_task("importing", total=None)
         result = import_frames(
             store, stream, skip_bad=skip_bad, progress=lambda n: bar.update(task, completed=n)

@@ -88,6 +88,7 @@ def show(
     """A frame's full text and metadata; --save writes its decrypted thumbnail."""
     from backscroll import answer
     from base.errors import NotFoundError, UsageError
+    from base.fs import write_file
 
     request = ask(contract.ShowRequest, id=frame_id, include_image=save is not None)
     with open_store(home) as store:
@@ -96,7 +97,7 @@ def show(
         if shown.jpeg is None:
             raise NotFoundError(f"frame #{frame_id} has no readable thumbnail")
         try:
-            save.write_bytes(shown.jpeg)
+            write_file(save, shown.jpeg)  # 0600, whatever the umask: it is decrypted
         except OSError as exc:
             raise UsageError(f"cannot write the thumbnail to {save}: {exc.strerror}") from None
     reply(shown.answer, shown.text, json)
@@ -133,7 +134,7 @@ def audit_log(
     from query.render import stamp
 
     start, _ = window(since, None)
-    with open_store(home, catch_up=False) as store:
+    with open_store(home) as store:
         events = audit(store, start, set(kind) if kind else None)
         crashed = crashed_runs(store)
     rows = []
@@ -162,7 +163,7 @@ def verify(home: Home = None, json: Json = False) -> None:
     """Check every segment, thumbnail and view against the log; exit 1 with a report."""
     from backscroll.verify import verify_store
 
-    with open_store(home, catch_up=False) as store:
+    with open_store(home) as store:
         problems = verify_store(store)
     if json:
         emit_json({"healthy": not problems, "problems": problems})
