@@ -1,0 +1,106 @@
+"""A command starts with what it needs: the CLI's entry module loads nothing heavy, and a
+command line builds only the command it runs. (How fast is ``bench/startup.py``'s to say.)"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import typer.main
+
+from backscroll.cli.app import app, app_for
+from tests.conftest import REPO
+
+# Libraries and project layers that a command imports in its body when it needs them.
+HEAVY = (
+    "PIL",
+    "capture",
+    "crc32c",
+    "cryptography",
+    "eventlog",
+    "importlib.metadata",
+    "keyring",
+    "logging",
+    "mcp",
+    "msgspec",
+    "mss",
+    "projector",
+    "query",
+    "rich",
+    "tantivy",
+    "zstandard",
+)
+
+
+def loaded_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    probe = f"{code}\nimport sys\nprint('\\n'.join(sys.modules), file=sys.stderr)"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    return set(done.stderr.split())
+
+
+def heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m in HEAVY or m.startswith(tuple(f"{h}." for h in HEAVY)))
+
+
+def test_importing_the_cli_loads_no_store_index_cipher_picture_or_capture_module() -> None:
+    modules = loaded_after("import backscroll.cli")
+    assert "typer" in modules  # the probe sees what was imported
+    assert heavy(modules) == []
+    assert not {"backscroll.store", "backscroll.status", "backscroll.daemon"} & modules
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["status", "--json"], ["status"]),
+        (["search", "invoice", "--limit", "3"], ["search"]),
+        (["log"], ["log"]),
+        (["import", "-"], ["import"]),
+        (["deny", "add", "x"], ["deny"]),
+    ],
+)
+def test_a_command_line_builds_only_the_command_it_runs(args: list[str], names: list[str]) -> None:
+    group = typer.main.get_command(app_for(args))
+    assert list(group.commands) == names  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("args", [[], ["--help"], ["nope"], ["--json", "status"]])
+def test_anything_but_a_command_gets_the_whole_tree(args: list[str]) -> None:
+    assert app_for(args) is app
+
+
+def test_each_command_built_alone_is_the_one_of_the_whole_tree() -> None:
+    """Same help, options and epilog: the command alone answers as it does in the tree."""
+    tree = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    for name, command in tree.items():
+        alone = typer.main.get_command(app_for([name])).commands[name]  # type: ignore[attr-defined]
+        assert (alone.help, alone.epilog) == (command.help, command.epilog), name
+        assert [p.opts for p in alone.params] == [p.opts for p in command.params], name
+
+
+def test_a_search_loads_nothing_for_pictures_capture_agents_or_help() -> None:
+    modules = loaded_after(
+        "import sys\n"
+        "from backscroll.cli import main\n"
+        "sys.argv = ['backscroll', 'search', 'invoice']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass"
+    )
+    assert "backscroll.store" in modules  # it did search
+    unwanted = (
+        "PIL",
+        "mss",
+        "rich",
+        "capture",
+        "keyring",
+        "backscroll.daemon",
+        "backscroll.mcp_server",
+    )
+    assert sorted(m for m in modules if m.startswith(tuple(f"{u}." for u in unwanted))) == []
+    assert not set(unwanted) & modules
