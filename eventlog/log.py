@@ -47,6 +47,7 @@ from eventlog.segment import (
     Problem,
     Record,
     encode_sealed,
+    ends_with,
     new_active,
     read_sealed,
     unpack_header,
@@ -280,10 +281,14 @@ class Log:
         tail = self._tail = tail._replace(next_offset=handed_out)
         return tail
 
-    def lost_tail(self) -> tuple[int, int] | None:
+    def lost_tail(self, held: int = -1) -> tuple[int, int] | None:
         """The offsets handed out that no segment holds any more, as a reader can tell
         before the next writer records their loss."""
         handed_out = read_next(self.path)
+        if 0 <= held == handed_out - 1:
+            segments = self.segments()
+            if segments and not segments[-1].sealed and ends_with(segments[-1].path, held):
+                return None
         tail = self.next_offset()
         return (tail, handed_out - 1) if handed_out > tail else None
 

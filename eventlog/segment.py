@@ -183,6 +183,28 @@ def scan_records(
 
 
 CHUNK_BYTES = 1 << 20
+# A frame's record is ~2 KB (its text; the thumbnail is a file of its own): a record larger
+# than this at the end is looked for from the start instead.
+TAIL_BYTES = 256 * 1024
+
+
+def ends_with(path: Path, offset: int) -> bool:
+    """Whether the active segment at ``path`` ends with the whole, valid record of
+    ``offset``, read from its end: finding its last record from the start checks every
+    record, up to 64 MB (56 ms)."""
+    key = offset.to_bytes(8, "little")
+    with open(path, "rb") as f:
+        size = f.seek(0, 2)
+        f.seek(max(HEADER.size, size - TAIL_BYTES))
+        buf = f.read()
+    end = len(buf)
+    while (at := buf.rfind(key, 0, end)) >= RECORD.size - len(key):
+        pos = at - (RECORD.size - len(key))  # the offset is a record header's last field
+        found = _record_at(buf, pos, len(buf), offset - 1, payload=False)
+        if found is not None and found[0].offset == offset and found[1] == len(buf):
+            return True
+        end = at + len(key) - 1
+    return False
 
 
 def scan_file(

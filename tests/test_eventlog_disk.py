@@ -396,6 +396,24 @@ def test_a_torn_active_segment_is_read_up_to_the_tear_and_the_next_writer_keeps_
     assert _everything_readable(damaged) == [*readable, offset - 1, offset]
 
 
+def test_a_lost_tail_is_ruled_out_from_the_segments_end_when_it_ends_with_what_was_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = Log(tmp_path / "log")
+    fill(log, 5)
+    active = log.segments()[-1].path
+    whole = active.read_bytes()
+    with monkeypatch.context() as spy:
+        # Not scanned from the start: that is the 64 MB a status would read.
+        spy.setattr(Log, "next_offset", lambda self: pytest.fail("scanned"))
+        assert Log(tmp_path / "log").lost_tail(held=4) is None
+    assert Log(tmp_path / "log").lost_tail(held=3) is None  # not the last: scanned, found
+    for cut, lost in ((len(whole) - 3, (4, 4)), (HEADER.size, (0, 4))):
+        active.write_bytes(whole[:cut])
+        assert Log(tmp_path / "log").lost_tail(held=4) == lost, cut
+        assert Log(tmp_path / "log").lost_tail() == lost, cut
+
+
 def test_a_cut_inside_the_active_segments_header_is_repaired_by_the_next_writer(
     damaged: Log,
 ) -> None:
