@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import typer.main
+from typer.testing import CliRunner
 
 from backscroll.cli.app import app, app_for
 from eventlog.log import Log
@@ -77,13 +78,15 @@ def test_anything_but_a_command_gets_the_whole_tree(args: list[str]) -> None:
     assert app_for(args) is app
 
 
-def test_each_command_built_alone_is_the_one_of_the_whole_tree() -> None:
-    """Same help, options and epilog: the command alone answers as it does in the tree."""
+def test_each_command_built_alone_answers_as_it_does_in_the_whole_tree() -> None:
+    """The same help (options, epilog) and the same usage errors, to the character."""
+    runner = CliRunner()
     tree = typer.main.get_command(app).commands  # type: ignore[attr-defined]
-    for name, command in tree.items():
-        alone = typer.main.get_command(app_for([name])).commands[name]  # type: ignore[attr-defined]
-        assert (alone.help, alone.epilog) == (command.help, command.epilog), name
-        assert [p.opts for p in alone.params] == [p.opts for p in command.params], name
+    lines = [[name, extra] for name in tree for extra in ("--help", "--bogus")]
+    for args in [*lines, ["deny", "add", "--help"], ["search"], ["show", "x"]]:
+        whole = runner.invoke(app, args, prog_name="backscroll")
+        alone = runner.invoke(app_for(args), args, prog_name="backscroll")
+        assert (alone.output, alone.exit_code) == (whole.output, whole.exit_code), args
 
 
 def test_a_search_loads_nothing_for_pictures_capture_agents_or_help() -> None:
