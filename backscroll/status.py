@@ -153,7 +153,7 @@ def collect(store: MemoryStore) -> Status:
         views_behind_why=store.behind_why,
         config_problem=store.config_problem,
         config_weakened=_weakened(state.weakened),
-        damage=[_damage(d) for d in state.damage] + _lost(store, state.position),
+        damage=[_damage(d) for d in state.damage] + _lost(store),
         skipped_events=[f"#{u.offset}: {u.why}" for u in state.unapplied],
         backend=backend,
         abilities=abilities,
@@ -240,8 +240,8 @@ def _weakened(weakened: Weakened | None) -> str | None:
     return f"{by} at {_iso(weakened.ts_us)} weakened privacy: {'; '.join(weakened.what)}"
 
 
-def _lost(store: MemoryStore, position: int) -> list[str]:
-    lost = store.log.lost_tail(held=position)
+def _lost(store: MemoryStore) -> list[str]:
+    lost = store.log.lost_tail()
     if lost is None:
         return []
     return [f"offsets {lost[0]}..{lost[1]} lost: their segment was deleted or cut short"]

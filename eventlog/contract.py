@@ -113,10 +113,8 @@ class EventLog(Protocol):
         """Everything wrong with the log; empty when it is whole."""
         ...
 
-    def lost_tail(self, held: int = -1) -> tuple[int, int] | None:
-        """Offsets handed out that the log no longer holds (first, last), if any. ``held``:
-        the offset the caller saw last (the views' position), checked first: when the log
-        ends with it and handed out none past it, nothing else is read."""
+    def lost_tail(self) -> tuple[int, int] | None:
+        """Offsets handed out that the log no longer holds (first, last), if any."""
         ...
 
     def kept_aside(self) -> list[Path]:

@@ -128,7 +128,7 @@ class InMemoryLog:
             decode_or_report(record, problems)
         return problems
 
-    def lost_tail(self, held: int = -1) -> tuple[int, int] | None:
+    def lost_tail(self) -> tuple[int, int] | None:
         return None  # no segment can vanish from memory
 
     def kept_aside(self) -> list[Path]:

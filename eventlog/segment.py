@@ -188,10 +188,12 @@ CHUNK_BYTES = 1 << 20
 TAIL_BYTES = 256 * 1024
 
 
-def ends_with(path: Path, offset: int) -> bool:
-    """Whether the active segment at ``path`` ends with the whole, valid record of
-    ``offset``, read from its end: finding its last record from the start checks every
-    record, up to 64 MB (56 ms)."""
+def tail_from(path: Path, offset: int) -> list[Record] | None:
+    """The records from ``offset`` to the end of the active segment at ``path``, read from
+    its end: when they lie in its last ``TAIL_BYTES``, each whole and valid, offsets
+    increasing, the last one ending the file. None otherwise (more to read, a torn tail,
+    damage): the segment is then scanned from its start, which checks every record in it,
+    up to 64 MB (56 ms) for the few a reader behind by a few events needs."""
     key = offset.to_bytes(8, "little")
     with open(path, "rb") as f:
         size = f.seek(0, 2)
@@ -199,12 +201,26 @@ def ends_with(path: Path, offset: int) -> bool:
         buf = f.read()
     end = len(buf)
     while (at := buf.rfind(key, 0, end)) >= RECORD.size - len(key):
-        pos = at - (RECORD.size - len(key))  # the offset is a record header's last field
-        found = _record_at(buf, pos, len(buf), offset - 1, payload=False)
-        if found is not None and found[0].offset == offset and found[1] == len(buf):
-            return True
+        # The offset is a record header's last field: a record would start here.
+        records = _chain(buf, at - (RECORD.size - len(key)), offset)
+        if records is not None:
+            return records
         end = at + len(key) - 1
-    return False
+    return None
+
+
+def _chain(buf: bytes, pos: int, offset: int) -> list[Record] | None:
+    """The records from ``pos`` to the end of ``buf``, the first one ``offset``, if every
+    byte is theirs."""
+    records: list[Record] = []
+    after = offset - 1
+    while pos < len(buf):
+        found = _record_at(buf, pos, len(buf), after)
+        if found is None or (not records and found[0].offset != offset):
+            return None
+        records.append(found[0])
+        after, pos = found[0].offset, found[1]
+    return records
 
 
 def scan_file(

@@ -26,6 +26,7 @@ import eventlog.segment
 from base.errors import DiskFullError
 from base.fs import FileSystem, WritableFile
 from eventlog import ConfigChanged, Event, FrameCaptured, FramesDeleted, Log
+from eventlog.active import ActiveIndex
 from eventlog.format import BLOCK, HEADER, NAME_DIGITS
 from eventlog.segment import Problem, scan_records, unpack_header
 from tests.helpers import T0, frame_event
@@ -396,22 +397,29 @@ def test_a_torn_active_segment_is_read_up_to_the_tear_and_the_next_writer_keeps_
     assert _everything_readable(damaged) == [*readable, offset - 1, offset]
 
 
-def test_a_lost_tail_is_ruled_out_from_the_segments_end_when_it_ends_with_what_was_held(
+def test_a_reader_a_few_events_behind_reads_them_from_the_active_segments_end(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = Log(tmp_path / "log")
-    fill(log, 5)
+    appended = fill(log, 5)
     active = log.segments()[-1].path
     whole = active.read_bytes()
     with monkeypatch.context() as spy:
-        # Not scanned from the start: that is the 64 MB a status would read.
-        spy.setattr(Log, "next_offset", lambda self: pytest.fail("scanned"))
-        assert Log(tmp_path / "log").lost_tail(held=4) is None
-    assert Log(tmp_path / "log").lost_tail(held=3) is None  # not the last: scanned, found
-    for cut, lost in ((len(whole) - 3, (4, 4)), (HEADER.size, (0, 4))):
-        active.write_bytes(whole[:cut])
-        assert Log(tmp_path / "log").lost_tail(held=4) == lost, cut
-        assert Log(tmp_path / "log").lost_tail() == lost, cut
+        # Not scanned from the start: up to 64 MB for the last few events.
+        spy.setattr(ActiveIndex, "refresh", lambda self: pytest.fail("scanned"))
+        reader = Log(tmp_path / "log")
+        assert (reader.next_offset(), reader.lost_tail()) == (5, None)
+        assert list(reader.read(3)) == appended[3:]
+    torn = whole + b"\x07" * 40  # an append in progress, or damage: scanned from the start
+    for cut, next_offset, lost in (
+        (torn, 5, None),
+        (whole[:-3], 4, (4, 4)),
+        (whole[:64], 0, (0, 4)),
+    ):
+        active.write_bytes(cut)
+        reader = Log(tmp_path / "log")
+        assert (reader.next_offset(), reader.lost_tail()) == (next_offset, lost), len(cut)
+        assert list(reader.read(3)) == appended[3:next_offset], len(cut)
 
 
 def test_a_cut_inside_the_active_segments_header_is_repaired_by_the_next_writer(

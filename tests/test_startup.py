@@ -13,7 +13,7 @@ import typer.main
 from typer.testing import CliRunner
 
 from backscroll.cli.app import app, app_for
-from eventlog.log import Log
+from eventlog.active import ActiveIndex
 from tests.conftest import REPO
 from tests.helpers import import_line, run
 
@@ -117,14 +117,14 @@ def test_a_search_loads_nothing_for_pictures_capture_agents_or_help() -> None:
 def test_status_reads_none_of_the_log_the_views_have_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Whether offsets were lost at the log's end is checked from the end of the active
+    """Whether offsets were lost at the log's end is read from the end of the active
     segment: scanning it from its start, up to 64 MB, was most of a status's time."""
     source = tmp_path / "frames.jsonl"
     source.write_text(
         "".join(import_line(d, "Terminal", "zsh", f"line {d}") + "\n" for d in range(3))
     )
     assert run(capsys, "import", str(source))[0] == 0
-    monkeypatch.setattr(Log, "next_offset", lambda self: pytest.fail("the log was scanned"))
+    monkeypatch.setattr(ActiveIndex, "refresh", lambda self: pytest.fail("the log was scanned"))
     code, out, _ = run(capsys, "status", "--json")
     assert code == 0
     shown = json.loads(out)
