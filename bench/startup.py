@@ -14,7 +14,9 @@ The store is ``bench.search``'s (``--frames`` frames of real screen text over 50
 with encrypted text; cached under /work/bench-data), copied to a temporary folder so that
 neither version can change the cached one, with its views brought up to date first. 130,000
 frames fill three sealed segments and 97% of the active one (62 MB of 64): the most of the
-active segment a command can meet.
+active segment a command can meet. A second copy is as a running daemon leaves it while it
+catches up: three events appended past the views, and the views' lock held by another
+process, so commands read the views as they are and say how far behind they are.
 
 Bytecode is compiled for both trees before anything is timed (an installed package has it;
 with PYTHONDONTWRITEBYTECODE set, every run would compile the modules it imports again).
@@ -50,6 +52,12 @@ TARGET = 4.0
 LAYERS = ("base", "eventlog", "projector", "capture", "query", "backscroll")
 # What the console script does, with this tree's code first on the path.
 CONSOLE = "import sys; from backscroll.cli import main; sys.argv[0] = 'backscroll'; main()"
+
+# Holds the views' lock, as a running daemon does, until its standard input closes.
+HOLD = (
+    "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR); "
+    "fcntl.flock(fd, fcntl.LOCK_EX); print(flush=True); sys.stdin.read()"
+)
 
 say = Report()
 
@@ -121,6 +129,30 @@ def timed(argv: list[str], tree: Path) -> tuple[float, float]:
     return wall, usage.ru_utime + usage.ru_stime
 
 
+@contextlib.contextmanager
+def catching_up(home: Path) -> Iterator[Path]:
+    """``home`` as a daemon leaves it while it catches up: events in the log past the views,
+    and the views' lock held (by a process of ours, for as long as this lasts)."""
+    from eventlog.events import DaemonStarted
+    from eventlog.log import Log
+
+    log = Log(home / "log")
+    for _ in range(3):
+        log.append(DaemonStarted(pid=os.getpid(), ts_us=time.time_ns() // 1000))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(home / "views" / "LOCK")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert holder.stdin is not None and holder.stdout is not None
+    holder.stdout.readline()  # the lock is held
+    try:
+        yield home
+    finally:
+        holder.stdin.close()
+        holder.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default="1a8df0e", help="git ref of the code before")
@@ -137,7 +169,11 @@ def main() -> None:
     )
     say(f"run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
     cached, info = search_store(args.frames)
-    with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp, checkout(args.before) as old:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp,
+        checkout(args.before) as old,
+        catching_up(copy_store(cached, Path(tmp) / "behind")) as behind,
+    ):
         home = copy_store(cached, Path(tmp) / "home")
         active = max((home / "log").glob("*.seg"), default=None)
         size = active.stat().st_size / 2**20 if active else 0.0
@@ -161,8 +197,9 @@ def main() -> None:
         }
         for label, tree in trees.items():
             for extra in (["status"], ["search", args.word]):
-                argv = [sys.executable, "-c", CONSOLE, *extra, "--home", str(home)]
-                commands[(f"backscroll {' '.join(extra)}", label)] = (argv, tree)
+                for where, suffix in ((home, ""), (behind, ", views behind")):
+                    argv = [sys.executable, "-c", CONSOLE, *extra, "--home", str(where)]
+                    commands[(f"backscroll {' '.join(extra)}{suffix}", label)] = (argv, tree)
         times: dict[tuple[str, str], list[tuple[float, float]]] = {key: [] for key in commands}
         say(f"load average at start: {load_average()}")
         for round_ in range(args.runs + 2):
@@ -179,14 +216,14 @@ def report(times: dict[tuple[str, str], list[tuple[float, float]]], runs: int) -
     base_wall = statistics.median(w for w, _ in times[("python -c pass", "")])
     base_cpu = statistics.median(c for _, c in times[("python -c pass", "")])
     say(f"median of {runs} runs, ms; x = the ratio to python -c pass in this run")
-    say(f"{'command':28s} {'code':7s} {'wall':>8s} {'x':>6s} {'CPU':>8s} {'x':>6s}")
+    say(f"{'command':42s} {'code':7s} {'wall':>8s} {'x':>6s} {'CPU':>8s} {'x':>6s}")
     worst = 0.0
     for (name, label), measured in times.items():
         wall = statistics.median(w for w, _ in measured)
         cpu = statistics.median(c for _, c in measured)
         ratios = (wall / base_wall, cpu / base_cpu)
         say(
-            f"{name:28s} {label:7s} {wall * 1e3:8.1f} {ratios[0]:6.2f} {cpu * 1e3:8.1f} "
+            f"{name:42s} {label:7s} {wall * 1e3:8.1f} {ratios[0]:6.2f} {cpu * 1e3:8.1f} "
             f"{ratios[1]:6.2f}"
         )
         if label == "after":
