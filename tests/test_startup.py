@@ -138,3 +138,21 @@ def test_the_logs_checksum_is_crc32c_from_the_packages_compiled_module() -> None
 
     assert checksum(b"123456789") == 0xE3069283  # CRC-32C's check value
     assert checksum is crc32c.crc32c
+
+
+def test_a_search_of_frames_whose_text_is_plaintext_asks_no_key_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default config encrypts thumbnails only: a key exists, and searching needs none of
+    it (the keyring's import alone is ~50 ms, before its call to the Secret Service)."""
+    from backscroll import keys
+    from backscroll.store import MemoryStore
+
+    source = tmp_path / "frames.jsonl"
+    source.write_text(import_line(1, "Terminal", "zsh", "psql connection refused") + "\n")
+    assert run(capsys, "import", str(source))[0] == 0
+    with MemoryStore() as store:
+        assert store.ensure_crypto() is not None  # the key a first thumbnail would make
+    monkeypatch.setattr(keys, "load_key", lambda *_, **__: pytest.fail("the key store was asked"))
+    code, out, _ = run(capsys, "search", "refused")
+    assert code == 0 and "1 match(es)" in out
