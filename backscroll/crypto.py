@@ -24,6 +24,7 @@ import hashlib
 import hmac
 import os
 import threading
+from importlib.util import find_spec
 from typing import TYPE_CHECKING
 
 import zstandard
@@ -63,16 +64,13 @@ class FrameCrypto:
     def __init__(self, master_key: bytes) -> None:
         if len(master_key) != MASTER_KEY_BYTES:
             raise ValueError(f"the master key must be {MASTER_KEY_BYTES} bytes")
-        try:
-            # Imported here, not at module level: ~45 ms that the CLI's start-up path skips.
-            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-        except ImportError:
+        if find_spec("cryptography") is None:
             raise StoreError(
                 "encryption needs the cryptography package; install it to read or write "
                 "encrypted frames"
-            ) from None
-        self._text = AESGCM(_derive(master_key, _TEXT_LABEL))
-        self._thumb = AESGCM(_derive(master_key, _THUMB_LABEL))
+            )
+        self._keys = (_derive(master_key, _TEXT_LABEL), _derive(master_key, _THUMB_LABEL))
+        self._aead: tuple[AESGCM, AESGCM] | None = None
         # HMAC state keyed once and copied per word: skips re-keying, ~1 µs a word instead
         # of ~1.6 µs.
         self._blind = hmac.new(_derive(master_key, _BLIND_LABEL), digestmod=hashlib.sha256)
@@ -87,10 +85,11 @@ class FrameCrypto:
 
     def encrypt_text(self, frame_id: int, text: str) -> bytes:
         compressed = self._compressor().compress(text.encode("utf-8"))
-        return _seal(self._text, _associated_data(b"text", frame_id), compressed)
+        return _seal(self._ciphers()[0], _associated_data(b"text", frame_id), compressed)
 
     def decrypt_text(self, frame_id: int, blob: bytes) -> str:
-        compressed = _open(self._text, _associated_data(b"text", frame_id), blob, frame_id, "text")
+        text = self._ciphers()[0]
+        compressed = _open(text, _associated_data(b"text", frame_id), blob, frame_id, "text")
         try:
             return self._decompressor().decompress(compressed).decode("utf-8")
         except (zstandard.ZstdError, UnicodeDecodeError) as error:
@@ -103,10 +102,21 @@ class FrameCrypto:
 
     def encrypt_thumb(self, frame_id: int, jpeg: bytes) -> bytes:
         # No compression: JPEG is already compressed.
-        return _seal(self._thumb, _associated_data(b"thumb", frame_id), jpeg)
+        return _seal(self._ciphers()[1], _associated_data(b"thumb", frame_id), jpeg)
 
     def decrypt_thumb(self, frame_id: int, blob: bytes) -> bytes:
-        return _open(self._thumb, _associated_data(b"thumb", frame_id), blob, frame_id, "thumbnail")
+        thumb = self._ciphers()[1]
+        return _open(thumb, _associated_data(b"thumb", frame_id), blob, frame_id, "thumbnail")
+
+    def _ciphers(self) -> tuple[AESGCM, AESGCM]:
+        """The text and thumbnail ciphers, made at first use: importing cryptography costs
+        ~10 ms, which a search that decrypts nothing (blind tokens are HMACs) never pays.
+        Two threads may both make them; either pair serves."""
+        if self._aead is None:
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+            self._aead = (AESGCM(self._keys[0]), AESGCM(self._keys[1]))
+        return self._aead
 
     # -- blind tokens -------------------------------------------------------------------
 
@@ -146,10 +156,10 @@ def _canonical(word: str) -> str:
 
 
 def _derive(master_key: bytes, label: bytes) -> bytes:
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=label).derive(master_key)
+    """HKDF-SHA256 (RFC 5869) without a salt, 32 bytes: one HMAC to extract, one to expand,
+    as cryptography's HKDF computes them, without importing it."""
+    prk = hmac.digest(bytes(hashlib.sha256().digest_size), master_key, "sha256")
+    return hmac.digest(prk, label + b"\x01", "sha256")
 
 
 def _associated_data(field: bytes, frame_id: int) -> bytes:

@@ -207,7 +207,10 @@ class MemoryStore:
         return self._crypto
 
     def searcher(self) -> Searcher:
-        crypto = self.crypto
+        # With no frame's text encrypted (the default config encrypts only thumbnails), a
+        # search needs no key: the key store is not asked (for the keyring: its import,
+        # ~50 ms, and a call to the Secret Service, on every search).
+        crypto = self.crypto if self.state().totals().encrypted_text else None
         if crypto is None:
             return Searcher(self.views)
         return Searcher(self.views, crypto.decrypt_text, crypto.blind_token)

@@ -49,6 +49,7 @@ from eventlog.segment import (
     encode_sealed,
     new_active,
     read_sealed,
+    tail_from,
     unpack_header,
 )
 from eventlog.swap import recover, swap
@@ -133,6 +134,11 @@ class Log:
         read as the records are consumed: a reader holds a piece of a segment, not all of it."""
         if segment.sealed:
             return read_sealed(segment.path, start, problems)
+        if problems is None and start > segment.base and not self._indexed(segment.path):
+            # A reader a few events behind: those events, read from the segment's end.
+            tail = tail_from(segment.path, start)
+            if tail is not None:
+                return iter(tail)
         index = self.active_index(segment.path)
         if problems is not None and index.torn and self._lock_fd is not None:
             # Under the lock no append is in progress: bytes past the valid records are
@@ -143,6 +149,11 @@ class Log:
                 Problem(segment.path.name, index.end, index.next_offset(), message, size)
             )
         return index.records(start, problems)
+
+    def _indexed(self, path: Path) -> bool:
+        """Whether this log already holds an index of the active segment at ``path``: then
+        bringing it up to date reads only what was appended since."""
+        return self._index is not None and self._index.path == path
 
     def active_index(self, path: Path) -> ActiveIndex:
         """The (cached, refreshed) index of the active segment at ``path``."""
@@ -163,6 +174,14 @@ class Log:
         try:
             if last.sealed:
                 return sealed_header(last.path).end_offset
+            handed_out = read_next(self.path)
+            if (
+                handed_out > last.base
+                and not self._indexed(last.path)
+                and tail_from(last.path, handed_out - 1)
+            ):
+                # The segment ends with the last offset handed out: no need to read the rest.
+                return handed_out
             return self.active_index(last.path).next_offset()
         except FileNotFoundError:
             # A roll or compaction swapped the segment away while we listed: list again.

@@ -7,13 +7,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
-import crc32c
 import msgspec
 import zstandard
 
 from base.clock import now_us
 from base.errors import CorruptionError
 from base.fs import FileSystem
+from eventlog._crc32c import crc32c
 from eventlog.events import FRAME_TYPE
 from eventlog.format import (
     BLOCK,
@@ -96,7 +96,7 @@ def pack_header(header: Header) -> bytes:
         header.controls,
         0,
     )[:-4]
-    return body + crc32c.crc32c(body).to_bytes(4, "little")
+    return body + crc32c(body).to_bytes(4, "little")
 
 
 def unpack_header(data: bytes) -> Header:
@@ -108,7 +108,7 @@ def unpack_header(data: bytes) -> Header:
     )
     if magic != MAGIC:
         raise CorruptionError("not a Backscroll segment (bad magic)")
-    if crc32c.crc32c(data[: HEADER.size - 4]) != crc:
+    if crc32c(data[: HEADER.size - 4]) != crc:
         raise CorruptionError("header checksum mismatch")
     if version != FORMAT_VERSION:
         raise CorruptionError(f"segment format version {version} is not supported")
@@ -118,7 +118,7 @@ def unpack_header(data: bytes) -> Header:
 def record_header(type_code: int, offset: int, payload: bytes) -> bytes:
     """The 18 bytes that precede ``payload`` in a record (the CRC runs over type, offset and
     payload without joining them: a batch writes header and payload as separate parts)."""
-    crc = crc32c.crc32c(payload, crc32c.crc32c(_TYPE_OFFSET.pack(type_code, offset)))
+    crc = crc32c(payload, crc32c(_TYPE_OFFSET.pack(type_code, offset)))
     return RECORD.pack(len(payload), crc, type_code, offset)
 
 
@@ -137,7 +137,7 @@ def _record_at(
     stop = pos + RECORD.size + length
     if stop > end or offset <= after:
         return None
-    if crc32c.crc32c(memoryview(buf)[pos + 8 : stop]) != crc:
+    if crc32c(memoryview(buf)[pos + 8 : stop]) != crc:
         return None
     return Record(offset, type_code, bytes(buf[pos + RECORD.size : stop]) if payload else b""), stop
 
@@ -183,6 +183,44 @@ def scan_records(
 
 
 CHUNK_BYTES = 1 << 20
+# A frame's record is ~2 KB (its text; the thumbnail is a file of its own): a record larger
+# than this at the end is looked for from the start instead.
+TAIL_BYTES = 256 * 1024
+
+
+def tail_from(path: Path, offset: int) -> list[Record] | None:
+    """The records from ``offset`` to the end of the active segment at ``path``, read from
+    its end: when they lie in its last ``TAIL_BYTES``, each whole and valid, offsets
+    increasing, the last one ending the file. None otherwise (more to read, a torn tail,
+    damage): the segment is then scanned from its start, which checks every record in it,
+    up to 64 MB (56 ms) for the few a reader behind by a few events needs."""
+    key = offset.to_bytes(8, "little")
+    with open(path, "rb") as f:
+        size = f.seek(0, 2)
+        f.seek(max(HEADER.size, size - TAIL_BYTES))
+        buf = f.read()
+    end = len(buf)
+    while (at := buf.rfind(key, 0, end)) >= RECORD.size - len(key):
+        # The offset is a record header's last field: a record would start here.
+        records = _chain(buf, at - (RECORD.size - len(key)), offset)
+        if records is not None:
+            return records
+        end = at + len(key) - 1
+    return None
+
+
+def _chain(buf: bytes, pos: int, offset: int) -> list[Record] | None:
+    """The records from ``pos`` to the end of ``buf``, the first one ``offset``, if every
+    byte is theirs."""
+    records: list[Record] = []
+    after = offset - 1
+    while pos < len(buf):
+        found = _record_at(buf, pos, len(buf), after)
+        if found is None or (not records and found[0].offset != offset):
+            return None
+        records.append(found[0])
+        after, pos = found[0].offset, found[1]
+    return records
 
 
 def scan_file(
@@ -205,7 +243,7 @@ def scan_file(
     simply valid, the rest is read in one piece and left to ``scan_records``, which knows how
     to step over damage.
     """
-    unpack, size, crc32 = RECORD.unpack_from, RECORD.size, crc32c.crc32c
+    unpack, size, crc32 = RECORD.unpack_from, RECORD.size, crc32c
     want = chunk
     while pos < end:
         f.seek(pos)
@@ -270,11 +308,7 @@ def _sealed_records(
     while pos + BLOCK.size <= end:
         magic, length, crc, first, last, _count = BLOCK.unpack_from(data, pos)
         stop = pos + BLOCK.size + length
-        if (
-            magic != BLOCK_MAGIC
-            or stop > end
-            or (crc32c.crc32c(memoryview(data)[pos + 12 : stop]) != crc)
-        ):
+        if magic != BLOCK_MAGIC or stop > end or (crc32c(memoryview(data)[pos + 12 : stop]) != crc):
             found = data.find(BLOCK_MAGIC, pos + 1)
             skip = (found if found >= 0 else end) - pos
             if problems is not None:
@@ -341,7 +375,7 @@ def encode_sealed(header: Header, records: Iterable[Record]) -> bytes:
         nonlocal pending, size
         data = cctx.compress(b"".join(pending))
         body = BLOCK.pack(BLOCK_MAGIC, 0, 0, first, last, len(pending))[12:] + data
-        blocks.append(BLOCK.pack(BLOCK_MAGIC, len(data), crc32c.crc32c(body), 0, 0, 0)[:12] + body)
+        blocks.append(BLOCK.pack(BLOCK_MAGIC, len(data), crc32c(body), 0, 0, 0)[:12] + body)
         pending, size = [], 0
 
     for record in records:

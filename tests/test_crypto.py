@@ -3,6 +3,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import random
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -220,3 +222,17 @@ def test_text_is_sealed_with_the_derived_text_key_and_the_frame_id_bound() -> No
     associated = b"\x01backscroll/text/" + (0x0102).to_bytes(8, "big")
     compressed = aead.decrypt(blob[1:13], blob[13:], associated)
     assert zstandard.ZstdDecompressor().decompress(compressed) == b"pinned"
+
+
+def test_blind_tokens_need_no_cipher_so_a_search_that_decrypts_nothing_imports_none() -> None:
+    script = (
+        "import sys\n"
+        "from backscroll.crypto import FrameCrypto\n"
+        "crypto = FrameCrypto(bytes(32))\n"
+        "crypto.blind_token('invoice')\n"
+        "print('cryptography' in sys.modules)\n"
+        "crypto.decrypt_text(1, crypto.encrypt_text(1, 'x'))\n"
+        "print('cryptography' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.stdout.split() == ["False", "True"], done.stderr

@@ -26,6 +26,7 @@ import eventlog.segment
 from base.errors import DiskFullError
 from base.fs import FileSystem, WritableFile
 from eventlog import ConfigChanged, Event, FrameCaptured, FramesDeleted, Log
+from eventlog.active import ActiveIndex
 from eventlog.format import BLOCK, HEADER, NAME_DIGITS
 from eventlog.segment import Problem, scan_records, unpack_header
 from tests.helpers import T0, frame_event
@@ -394,6 +395,31 @@ def test_a_torn_active_segment_is_read_up_to_the_tear_and_the_next_writer_keeps_
     lost = damaged.verify()
     assert lost and all(p.message.startswith("lost offsets") for p in lost), lost
     assert _everything_readable(damaged) == [*readable, offset - 1, offset]
+
+
+def test_a_reader_a_few_events_behind_reads_them_from_the_active_segments_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = Log(tmp_path / "log")
+    appended = fill(log, 5)
+    active = log.segments()[-1].path
+    whole = active.read_bytes()
+    with monkeypatch.context() as spy:
+        # Not scanned from the start: up to 64 MB for the last few events.
+        spy.setattr(ActiveIndex, "refresh", lambda self: pytest.fail("scanned"))
+        reader = Log(tmp_path / "log")
+        assert (reader.next_offset(), reader.lost_tail()) == (5, None)
+        assert list(reader.read(3)) == appended[3:]
+    torn = whole + b"\x07" * 40  # an append in progress, or damage: scanned from the start
+    for cut, next_offset, lost in (
+        (torn, 5, None),
+        (whole[:-3], 4, (4, 4)),
+        (whole[:64], 0, (0, 4)),
+    ):
+        active.write_bytes(cut)
+        reader = Log(tmp_path / "log")
+        assert (reader.next_offset(), reader.lost_tail()) == (next_offset, lost), len(cut)
+        assert list(reader.read(3)) == appended[3:next_offset], len(cut)
 
 
 def test_a_cut_inside_the_active_segments_header_is_repaired_by_the_next_writer(

@@ -1,4 +1,9 @@
-"""The ``backscroll`` command: thin commands over the library, one line per error."""
+"""The ``backscroll`` command: thin commands over the library, one line per error.
+
+``main`` builds only the command its command line runs (``app_for``): each command imports
+what it needs inside its body, so that importing this module loads no store, index, cipher,
+picture or capture module, and no other command's.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ import typer.main
 # classes, are what its parser raises.
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, NoSuchOption, UsageError
 
-from backscroll.cli.app import app
+from backscroll.cli.app import app, app_for
 
 PROG = "backscroll"
 # Escapes for the characters that would break the one line (str.splitlines splits at every
@@ -33,8 +38,9 @@ def main() -> None:
     from base.home import resolve_home
 
     _escape_unencodable_output()
+    application = app_for(sys.argv[1:])
     try:
-        code = app(prog_name=PROG, standalone_mode=False)
+        code = application(prog_name=PROG, standalone_mode=False)
     except BackscrollError as exc:
         _fail(str(exc), 1)
     except NoArgsIsHelpError as exc:
@@ -43,7 +49,7 @@ def main() -> None:
             typer.echo(exc.format_message())
         _fail("missing command", exc.exit_code)
     except UsageError as exc:
-        _fail(f"{_sentence(exc.format_message())} ({_hint(exc)})", exc.exit_code)
+        _fail(f"{_sentence(exc.format_message())} ({_hint(exc, application)})", exc.exit_code)
     except ClickException as exc:
         _fail(_sentence(exc.format_message()), exc.exit_code)
     except typer.Abort:
@@ -75,8 +81,8 @@ def _sentence(message: str) -> str:
     return message
 
 
-def _hint(exc: UsageError) -> str:
-    path, command = _command_of(exc)
+def _hint(exc: UsageError, application: typer.Typer) -> str:
+    path, command = _command_of(exc, application)
     see = f"see {path} --help"
     short = isinstance(exc, NoSuchOption) and not exc.option_name.startswith("--")
     if short and any(param.param_type_name == "argument" for param in command.params):
@@ -85,12 +91,12 @@ def _hint(exc: UsageError) -> str:
     return see
 
 
-def _command_of(exc: UsageError) -> tuple[str, Any]:
+def _command_of(exc: UsageError, application: typer.Typer) -> tuple[str, Any]:
     """The command an error is about: its context's, or (the parser raises some errors, such
     as a missing option value, without one) the one the command line names."""
     if exc.ctx is not None:
         return exc.ctx.command_path, exc.ctx.command
-    path, command = [PROG], typer.main.get_command(app)
+    path, command = [PROG], typer.main.get_command(application)
     for arg in sys.argv[1:]:
         sub = getattr(command, "commands", {}).get(arg)
         if sub is None:

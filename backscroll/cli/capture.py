@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -26,6 +25,7 @@ def start(
     home: Home = None,
 ) -> None:
     """Run the capture daemon in the foreground; Ctrl-C stops it after the frame in hand."""
+    import logging
     import signal
 
     from backscroll.daemon import Daemon

@@ -1,0 +1,244 @@
+"""A command's start-up: ``backscroll status`` and ``backscroll search WORD`` as whole
+processes, the code before and after beside ``python -c pass``, in one run.
+
+    cd /work/main && .venv/bin/python -m bench.startup [--before 1a8df0e] [--frames 130000]
+        [--runs 7] [--word error]
+
+``--before`` (a git ref, default 1a8df0e: main before issue 23's start-up work) is checked out
+into a temporary ``git worktree``, removed after; this tree is "after". Each is run with this
+interpreter, that tree first on PYTHONPATH and as the working folder, as the console script
+runs it (``from backscroll.cli import main; main()``): the same installed libraries, only
+Backscroll's code differs. The baseline is ``python -c pass`` with the same interpreter.
+
+The store is ``bench.search``'s (``--frames`` frames of real screen text over 500 days, 20%
+with encrypted text; cached under /work/bench-data), copied to a temporary folder so that
+neither version can change the cached one, with its views brought up to date first. 130,000
+frames fill three sealed segments and 97% of the active one (62 MB of 64): the most of the
+active segment a command can meet. A second copy is as a running daemon leaves it while it
+catches up: three events appended past the views, and the views' lock held by another
+process, so commands read the views as they are and say how far behind they are.
+
+Bytecode is compiled for both trees before anything is timed (an installed package has it;
+with PYTHONDONTWRITEBYTECODE set, every run would compile the modules it imports again).
+The commands are run round-robin, ``--runs`` rounds after two warm-up rounds, so both
+versions meet the same load. Wall time from the parent, CPU time (user + system) of the
+child from ``os.wait4``. Target: status and search after at most 4x ``python -c pass`` in
+both wall and CPU time (medians).
+
+Writes ``bench/results/startup.txt`` with the machine and commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench._corpus import REPO, Report, copy_store, machine
+from bench._stats import load_average
+from bench.search import search_store
+
+RESULTS = REPO / "bench" / "results" / "startup.txt"
+TARGET = 4.0
+LAYERS = ("base", "eventlog", "projector", "capture", "query", "backscroll")
+# What the console script does, with this tree's code first on the path.
+CONSOLE = "import sys; from backscroll.cli import main; sys.argv[0] = 'backscroll'; main()"
+
+# Holds the views' lock, as a running daemon does, until its standard input closes.
+HOLD = (
+    "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR); "
+    "fcntl.flock(fd, fcntl.LOCK_EX); print(flush=True); sys.stdin.read()"
+)
+
+say = Report()
+
+
+@contextlib.contextmanager
+def checkout(rev: str) -> Iterator[Path]:
+    """``rev`` in a temporary git worktree, removed after."""
+    folder = Path(tempfile.mkdtemp(prefix="bench-startup-rev-"))
+    target = folder / "tree"
+    subprocess.run(
+        ["git", "-C", str(REPO), "worktree", "add", "--detach", str(target), rev],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    try:
+        yield target
+    finally:
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "remove", "--force", str(target)],
+            check=False,
+            capture_output=True,
+        )
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def environment(tree: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return env | {"PYTHONPATH": str(tree)}
+
+
+def compile_tree(tree: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", *(str(tree / p) for p in LAYERS)],
+        check=True,
+        env=environment(tree),
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def check_code(tree: Path) -> None:
+    """The interpreter run this way imports Backscroll from ``tree``, not from the one
+    installed in the virtualenv."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import backscroll, eventlog; print(backscroll.__file__)"],
+        cwd=tree,
+        env=environment(tree),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert Path(done.stdout.strip()).is_relative_to(tree), (tree, done.stdout)
+
+
+def timed(argv: list[str], tree: Path) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of one process."""
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        argv, cwd=tree, env=environment(tree), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    assert child.stderr is not None
+    err = child.stderr.read()
+    child.stderr.close()
+    if child.returncode:
+        raise RuntimeError(f"{argv} exited {child.returncode}: {err.decode(errors='replace')}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+@contextlib.contextmanager
+def catching_up(home: Path) -> Iterator[Path]:
+    """``home`` as a daemon leaves it while it catches up: events in the log past the views,
+    and the views' lock held (by a process of ours, for as long as this lasts)."""
+    from eventlog.events import DaemonStarted
+    from eventlog.log import Log
+
+    log = Log(home / "log")
+    for _ in range(3):
+        log.append(DaemonStarted(pid=os.getpid(), ts_us=time.time_ns() // 1000))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(home / "views" / "LOCK")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert holder.stdin is not None and holder.stdout is not None
+    holder.stdout.readline()  # the lock is held
+    try:
+        yield home
+    finally:
+        holder.stdin.close()
+        holder.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", default="1a8df0e", help="git ref of the code before")
+    parser.add_argument("--frames", type=int, default=130_000)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--word", default="error")
+    args = parser.parse_args()
+
+    for line in machine():
+        say(line)
+    say(
+        f"$ .venv/bin/python -m bench.startup --before {args.before} --frames {args.frames} "
+        f"--runs {args.runs} --word {args.word}"
+    )
+    say(f"run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
+    cached, info = search_store(args.frames)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp,
+        checkout(args.before) as old,
+        catching_up(copy_store(cached, Path(tmp) / "behind")) as behind,
+    ):
+        home = copy_store(cached, Path(tmp) / "home")
+        active = max((home / "log").glob("*.seg"), default=None)
+        size = active.stat().st_size / 2**20 if active else 0.0
+        say(
+            f"store: {info['frames']:,} frames ({info['disk_mb']:,.0f} MB, built "
+            f"{info['built']}); active segment {size:.0f} MB of 64"
+        )
+        rev = subprocess.run(
+            ["git", "-C", str(old), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        say(f"before: {args.before} ({rev}) in a temporary worktree; after: {REPO}")
+        trees = {"before": old, "after": REPO}
+        for tree in trees.values():
+            compile_tree(tree)
+            check_code(tree)
+        commands: dict[tuple[str, str], tuple[list[str], Path]] = {
+            ("python -c pass", ""): ([sys.executable, "-c", "pass"], REPO)
+        }
+        for label, tree in trees.items():
+            for extra in (["status"], ["search", args.word]):
+                for where, suffix in ((home, ""), (behind, ", views behind")):
+                    argv = [sys.executable, "-c", CONSOLE, *extra, "--home", str(where)]
+                    commands[(f"backscroll {' '.join(extra)}{suffix}", label)] = (argv, tree)
+        times: dict[tuple[str, str], list[tuple[float, float]]] = {key: [] for key in commands}
+        say(f"load average at start: {load_average()}")
+        for round_ in range(args.runs + 2):
+            for key, (argv, tree) in commands.items():
+                measured = timed(argv, tree)
+                if round_ >= 2:  # two warm-up rounds
+                    times[key].append(measured)
+        say(f"load average at end: {load_average()}")
+        say()
+        report(times, args.runs)
+
+
+def report(times: dict[tuple[str, str], list[tuple[float, float]]], runs: int) -> None:
+    base_wall = statistics.median(w for w, _ in times[("python -c pass", "")])
+    base_cpu = statistics.median(c for _, c in times[("python -c pass", "")])
+    say(f"median of {runs} runs, ms; x = the ratio to python -c pass in this run")
+    say(f"{'command':42s} {'code':7s} {'wall':>8s} {'x':>6s} {'CPU':>8s} {'x':>6s}")
+    worst = 0.0
+    for (name, label), measured in times.items():
+        wall = statistics.median(w for w, _ in measured)
+        cpu = statistics.median(c for _, c in measured)
+        ratios = (wall / base_wall, cpu / base_cpu)
+        say(
+            f"{name:42s} {label:7s} {wall * 1e3:8.1f} {ratios[0]:6.2f} {cpu * 1e3:8.1f} "
+            f"{ratios[1]:6.2f}"
+        )
+        if label == "after":
+            worst = max(worst, *ratios)
+    for name in dict.fromkeys(name for name, label in times if label == "after"):
+        wall = [statistics.median(w for w, _ in times[(name, v)]) for v in ("after", "before")]
+        cpu = [statistics.median(c for _, c in times[(name, v)]) for v in ("after", "before")]
+        say(f"{name}: after / before {wall[0] / wall[1]:.2f} wall, {cpu[0] / cpu[1]:.2f} CPU")
+    verdict = "met" if worst <= TARGET else "MISSED"
+    say(
+        f"target: after <= {TARGET:.0f}x python -c pass in wall and CPU time: {verdict} "
+        f"(worst {worst:.2f}x)"
+    )
+    say.write(RESULTS)
+
+
+if __name__ == "__main__":
+    main()
