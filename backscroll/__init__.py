@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from base.config import Config
     from base.errors import BackscrollError
     from capture.redact import Redaction, redact
-    from query.phrases import parse_when
     from query.search import Hit
+    from query.when import parse_when
 
 __all__ = ["BackscrollError", "Config", "Hit", "MemoryStore", "Redaction", "parse_when", "redact"]
 
@@ -27,7 +27,7 @@ _WHERE = {
     "Hit": "query.search",
     "MemoryStore": "backscroll.store",
     "Redaction": "capture.redact",
-    "parse_when": "query.phrases",
+    "parse_when": "query.when",
     "redact": "capture.redact",
 }
 

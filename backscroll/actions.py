@@ -266,7 +266,7 @@ def pause_until(duration: str | None, now: datetime | None = None) -> datetime |
         return None
     if not duration.strip():
         raise UsageError("an empty pause duration: write e.g. 30m or 2h, or omit it")
-    from query.phrases import parse_when
+    from query.when import parse_when
 
     now = now or datetime.now(UTC).astimezone()
     start, end = parse_when(duration, now=now)

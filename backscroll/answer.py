@@ -67,18 +67,18 @@ class Shown(NamedTuple):
 Span = tuple[datetime | None, datetime | None]
 
 
-def window(since: str | None, until: str | None, before: str | None = None) -> Span:
-    """The time phrases of a request as a window (None: unbounded)."""
-    from query.phrases import resolve_window
+def time_span(since: str | None, until: str | None, before: str | None = None) -> Span:
+    """The time expressions of a request as a span (None: unbounded)."""
+    from query.when import resolve_span
 
-    return resolve_window(since, until, before)
+    return resolve_span(since, until, before)
 
 
 def search(store: MemoryStore, request: SearchRequest) -> Reply[SearchAnswer]:
     """The best moments first; when none has every term exactly, why nothing was found."""
     from query.render import search_text
 
-    start, end = window(request.since, request.until)
+    start, end = time_span(request.since, request.until)
     app, query = request.app, request.query
     moments = store.moments(query, start=start, end=end, app=app, limit=request.limit)
     exact = bool(moments) and not (moments[0].hit.near_miss or moments[0].hit.fuzzy)
@@ -99,7 +99,7 @@ def timeline(store: MemoryStore, request: TimelineRequest) -> Reply[TimelineAnsw
     """Frames in time order; when there are none, why."""
     from query.render import group_hits, timeline_text
 
-    start, end = window(request.since, request.until)
+    start, end = time_span(request.since, request.until)
     app = request.app
     hits = store.timeline(start=start, end=end, app=app, limit=request.limit)
     why = None if hits else store.why_empty(start, end, app)
@@ -172,21 +172,21 @@ def configure(store: MemoryStore, request: ConfigRequest, origin: Origin) -> Con
 
 def scope_text(start: datetime | None, end: datetime | None, app: str | None) -> str:
     """A deletion's or export's scope in words, for a prompt or a refusal."""
-    from query.render import window_text
+    from query.render import span_text
 
-    return window_text(start, end) + (f", app~'{app}'" if app else "")
+    return span_text(start, end) + (f", app~'{app}'" if app else "")
 
 
 def delete(
     store: MemoryStore, request: DeleteRequest, origin: Origin, span: Span | None = None
 ) -> DeleteAnswer:
     """Delete the frames in scope (no scope: every frame), once ``confirm`` is set; returns
-    when the purge is complete. ``span``: the window as it was resolved when the person was
+    when the purge is complete. ``span``: the span as it was resolved when the person was
     asked, so that "2h" means the same two hours it meant then."""
     from backscroll.actions import check_scope
     from backscroll.actions import delete as delete_
 
-    start, end = span or window(request.since, request.until, request.before)
+    start, end = span or time_span(request.since, request.until, request.before)
     check_scope(start, end, request.app)
     if not request.confirm:
         shown = scope_text(start, end, request.app)
@@ -200,7 +200,7 @@ def export(store: MemoryStore, request: ExportRequest) -> ExportAnswer:
     from backscroll.export import default_folder
     from backscroll.export import export as export_
 
-    start, end = window(request.since, request.until)
+    start, end = time_span(request.since, request.until)
     folder = Path(request.path) if request.path else default_folder()
     result = export_(
         store,

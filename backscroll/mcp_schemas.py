@@ -48,14 +48,14 @@ def input_schema(tool: str) -> Schema | None:
     none."""
     import msgspec
 
-    from backscroll.contract.screen_memory import ContextRequest, SegmentsRequest
+    from backscroll.contract.screen_memory import ContextRequest, StretchesRequest
     from backscroll.tools import MemoryManageTool, MemoryTool
 
     params = {
         "memory": MemoryTool.Params,
         "memory_manage": MemoryManageTool.Params,
         "screen_memory_recent_context": ContextRequest,
-        "screen_memory_recent_segments": SegmentsRequest,
+        "screen_memory_recent_segments": StretchesRequest,
     }.get(tool)
     if params is None:
         return None
@@ -84,9 +84,9 @@ def screen_memory_recent_context() -> Schema:
 @cache
 def screen_memory_recent_segments() -> Schema:
     from backscroll.contract import Refusal
-    from backscroll.contract.screen_memory import RecentSegments
+    from backscroll.contract.screen_memory import RecentStretches
 
-    return _generated(RecentSegments, Refusal)
+    return _generated(RecentStretches, Refusal)
 
 
 def output_schema(tool: str) -> Schema:

@@ -54,10 +54,10 @@ from pydantic_core import PydanticCustomError
 from backscroll.contract import parse, shown_number, to_json
 from backscroll.contract.screen_memory import (
     ContextRequest,
-    SegmentsRequest,
+    StretchesRequest,
 )
 from backscroll.mcp_schemas import input_schema, output_schema
-from backscroll.screen_memory import recent_context, recent_segments, status_summary
+from backscroll.screen_memory import recent_context, recent_stretches, status_summary
 from backscroll.tools import (
     MemoryManageTool,
     MemoryTool,
@@ -261,11 +261,11 @@ def _add_screen_memory(server: MCPServer, home: Home) -> None:
         return await _json_tool(lambda: recent_context(home, parse(ContextRequest, arguments)))
 
     @server.tool(annotations=READ_ONLY, structured_output=False)
-    @takes(SegmentsRequest)
+    @takes(StretchesRequest)
     async def screen_memory_recent_segments(**arguments: Any) -> CallToolResult:
         """Recent segments: stretches of time in one window (app, title, start, end, frame
         ids), newest first. Frame ids work with memory(action="show")."""
-        return await _json_tool(lambda: recent_segments(home, parse(SegmentsRequest, arguments)))
+        return await _json_tool(lambda: recent_stretches(home, parse(StretchesRequest, arguments)))
 
 
 def _export_approval(allow_export: bool) -> Callable[..., Awaitable[Elicit[ExportApproval] | str]]:

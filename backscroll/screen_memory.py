@@ -14,10 +14,10 @@ from backscroll.contract.screen_memory import (
     SEGMENT_MAX_MINUTES,
     ContextRequest,
     RecentContext,
-    RecentSegments,
+    RecentStretches,
     ScreenMemoryStatus,
-    Segment,
-    SegmentsRequest,
+    Stretch,
+    StretchesRequest,
     WindowSeen,
 )
 from backscroll.status import collect
@@ -87,7 +87,7 @@ def recent_context(home: Home, request: ContextRequest) -> RecentContext:
     )
 
 
-def recent_segments(home: Home, request: SegmentsRequest) -> RecentSegments:
+def recent_stretches(home: Home, request: StretchesRequest) -> RecentStretches:
     """``screen_memory_recent_segments``: consecutive frames of one window, newest first."""
     minutes = min(request.minutes, SEGMENT_MAX_MINUTES)
     limit = min(request.limit, MAX_SEGMENTS)
@@ -96,7 +96,7 @@ def recent_segments(home: Home, request: SegmentsRequest) -> RecentSegments:
         hits = _recent(store, start)
         why = None if hits else store.why_empty(start, None, None)
     segments = [
-        Segment(
+        Stretch(
             app=group[0].app,
             title=group[0].title,
             url=group[0].url,
@@ -106,7 +106,7 @@ def recent_segments(home: Home, request: SegmentsRequest) -> RecentSegments:
         )
         for group in group_hits(hits)[::-1][:limit]
     ]
-    return RecentSegments(minutes=minutes, since=start, segments=segments, why_empty=why)
+    return RecentStretches(minutes=minutes, since=start, segments=segments, why_empty=why)
 
 
 def _recent(store: MemoryStore, start: datetime) -> list[Hit]:

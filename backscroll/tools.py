@@ -327,7 +327,7 @@ def check_export(p: MemoryManageTool.Params) -> contract.ExportRequest:
     from backscroll.export import check_folder, default_folder
 
     request = taken(contract.ExportRequest, recheck(p))
-    answer.window(request.since, request.until)
+    answer.time_span(request.since, request.until)
     folder = check_folder(Path(request.path) if request.path else default_folder())
     return msgspec.structs.replace(request, path=str(folder))
 

@@ -272,7 +272,7 @@ def make_queries(
     last_ts: float,
 ) -> list[Query]:
     from base import tokens
-    from query.phrases import parse_when
+    from query.when import parse_when
 
     end = datetime.fromtimestamp(last_ts, UTC).astimezone()
     week_start, week_end = parse_when("7d", now=end + timedelta(seconds=1))

@@ -19,19 +19,19 @@ if TYPE_CHECKING:
     from query.explain import why_empty
     from query.moments import Moment, search_moments
     from query.parse import Term, parse_query
-    from query.phrases import ACCEPTED_FORMS, parse_when, resolve_window
     from query.render import (
         group_hits,
         search_text,
         seen_text,
         show_text,
+        span_text,
         stamp,
         timeline_text,
-        window_text,
     )
     from query.search import Decrypt, Hit, Searcher, TimeSpan
     from query.snippets import snippet
     from query.views import ViewReader
+    from query.when import ACCEPTED_FORMS, parse_when, resolve_span
 
 __all__ = [
     "ACCEPTED_FORMS",
@@ -45,20 +45,20 @@ __all__ = [
     "group_hits",
     "parse_query",
     "parse_when",
-    "resolve_window",
+    "resolve_span",
     "search_moments",
     "search_text",
     "seen_text",
     "show_text",
     "snippet",
+    "span_text",
     "stamp",
     "timeline_text",
     "why_empty",
-    "window_text",
 ]
 
 _WHERE = {
-    "ACCEPTED_FORMS": "query.phrases",
+    "ACCEPTED_FORMS": "query.when",
     "Decrypt": "query.search",
     "Hit": "query.search",
     "Moment": "query.moments",
@@ -68,8 +68,8 @@ _WHERE = {
     "ViewReader": "query.views",
     "group_hits": "query.render",
     "parse_query": "query.parse",
-    "parse_when": "query.phrases",
-    "resolve_window": "query.phrases",
+    "parse_when": "query.when",
+    "resolve_span": "query.when",
     "search_moments": "query.moments",
     "search_text": "query.render",
     "seen_text": "query.render",
@@ -78,7 +78,7 @@ _WHERE = {
     "stamp": "query.render",
     "timeline_text": "query.render",
     "why_empty": "query.explain",
-    "window_text": "query.render",
+    "span_text": "query.render",
 }
 
 

@@ -18,7 +18,7 @@ def _at(hit: Hit) -> str:
     return f"  <{hit.url}>" if hit.url else ""
 
 
-def window_text(start: datetime | None, end: datetime | None) -> str:
+def span_text(start: datetime | None, end: datetime | None) -> str:
     if start is None and end is None:
         return "all time"
     return f"{stamp(start)} → {stamp(end) if end else 'now'}"
@@ -26,7 +26,7 @@ def window_text(start: datetime | None, end: datetime | None) -> str:
 
 def _heading(what: str, start: datetime | None, end: datetime | None, app: str | None) -> str:
     """The spec's first line: what, the resolved window, and the app filter."""
-    return f"Screen memory {what} — {window_text(start, end)}" + (f" — app~'{app}'" if app else "")
+    return f"Screen memory {what} — {span_text(start, end)}" + (f" — app~'{app}'" if app else "")
 
 
 def search_text(

@@ -31,7 +31,7 @@ from backscroll.contract import (
     TimelineAnswer,
     parse,
 )
-from backscroll.contract.screen_memory import RecentContext, RecentSegments, ScreenMemoryStatus
+from backscroll.contract.screen_memory import RecentContext, RecentStretches, ScreenMemoryStatus
 from backscroll.mcp_schemas import input_schema
 from backscroll.mcp_server import build_server
 from backscroll.store import MemoryStore
@@ -105,7 +105,7 @@ MCP_CALLS: list[tuple[str, dict[str, Any], Any]] = [
     ("memory_manage", {"action": "delete", "app": "Grafana", "confirm": True}, Manage),
     ("screen_memory_status", {}, ScreenMemoryStatus),
     ("screen_memory_recent_context", {"minutes": 60}, RecentContext),
-    ("screen_memory_recent_segments", {"minutes": 10**6, "limit": 2}, RecentSegments),
+    ("screen_memory_recent_segments", {"minutes": 10**6, "limit": 2}, RecentStretches),
     ("screen_memory_recent_context", {"minutes": 0}, Refusal),
 ]
 

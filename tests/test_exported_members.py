@@ -81,16 +81,16 @@ def test_query_exports_its_searcher_phrases_and_renderings() -> None:
         "group_hits",
         "parse_query",
         "parse_when",
-        "resolve_window",
+        "resolve_span",
         "search_moments",
         "search_text",
         "seen_text",
         "show_text",
         "snippet",
+        "span_text",
         "stamp",
         "timeline_text",
         "why_empty",
-        "window_text",
     ]
 
 

@@ -55,14 +55,6 @@ def reply(answer: msgspec.Struct, text: str, json: bool) -> None:
     typer.echo(contract.encode(answer) if json else text)
 
 
-def window(
-    since: str | None, until: str | None, before: str | None = None
-) -> tuple[datetime | None, datetime | None]:
-    from query.phrases import resolve_window
-
-    return resolve_window(since, until, before)
-
-
 def emit_json(data: Any) -> None:
     """Strict JSON, whatever ``data`` holds: a float that JSON cannot write (NaN, an
     infinity) is null, where Python's own ``Infinity`` would break every other parser."""

@@ -180,7 +180,7 @@ def clear(
         return
     # Confirmed below, or the command stops there.
     request = ask(contract.DeleteRequest, since=since, before=before, app=app, confirm=True)
-    span = answer.window(request.since, None, request.before)
+    span = answer.time_span(request.since, None, request.before)
     check_scope(*span, request.app)
     scope = answer.scope_text(*span, request.app)
     if not yes:

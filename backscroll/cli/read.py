@@ -19,7 +19,6 @@ from backscroll.cli._common import (
     note_lag,
     open_store,
     reply,
-    window,
 )
 
 
@@ -130,10 +129,11 @@ def audit_log(
     """Control events newest first: the audit trail (scopes, never content)."""
     import msgspec
 
+    from backscroll import answer
     from backscroll.actions import audit, crashed_runs
     from query.render import stamp
 
-    start, _ = window(since, None)
+    start, _ = answer.time_span(since, None)
     with open_store(home) as store:
         events = audit(store, start, set(kind) if kind else None)
         crashed = crashed_runs(store)

@@ -53,7 +53,7 @@ def export(
         limit=limit,
         thumbnails=thumbnails,
     )
-    answer.window(request.since, request.until)  # a bad phrase is refused before the store opens
+    answer.time_span(request.since, request.until)  # a bad phrase is refused before the store opens
     with open_store(home) as store:
         result = answer.export(store, request)
     typer.echo(

@@ -33,7 +33,7 @@ class ContextRequest(Request):
     ] = CONTEXT_MINUTES
 
 
-class SegmentsRequest(Request):
+class StretchesRequest(Request):
     minutes: Annotated[
         int,
         Meta(
@@ -87,7 +87,7 @@ class RecentContext(msgspec.Struct, kw_only=True):
     why_empty: str | None
 
 
-class Segment(msgspec.Struct, kw_only=True):
+class Stretch(msgspec.Struct, kw_only=True):
     """A stretch of time in one window."""
 
     app: str
@@ -98,9 +98,9 @@ class Segment(msgspec.Struct, kw_only=True):
     frame_ids: list[int]
 
 
-class RecentSegments(msgspec.Struct, kw_only=True):
+class RecentStretches(msgspec.Struct, kw_only=True):
     minutes: int
     since: Time
-    segments: list[Segment]
+    segments: list[Stretch]
     """Newest first."""
     why_empty: str | None

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from base.errors import PhraseError
-from query.phrases import ACCEPTED_FORMS, parse_when, resolve_window
+from query.when import ACCEPTED_FORMS, parse_when, resolve_span
 
 DATA = Path(__file__).resolve().parent / "data" / "timephrases.jsonl"  # see data/PROVENANCE.md
 ROWS = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
@@ -283,7 +283,7 @@ def test_every_valid_phrase_gives_an_ordered_window_in_the_zone_of_now(
         assert start == end and utc(start) < utc(now)
 
 
-# --- resolve_window ---------------------------------------------------------------------
+# --- resolve_span ---------------------------------------------------------------------
 
 
 def window(*phrase: str) -> tuple[datetime, datetime]:
@@ -291,47 +291,47 @@ def window(*phrase: str) -> tuple[datetime, datetime]:
 
 
 def test_nothing_given_means_no_bounds() -> None:
-    assert resolve_window(now=NOW) == (None, None)
+    assert resolve_span(now=NOW) == (None, None)
 
 
 def test_since_a_period_alone_means_that_period() -> None:
-    assert resolve_window(since="tuesday", now=NOW) == window("tuesday")
-    assert resolve_window(since="last month", now=NOW) == window("last month")
+    assert resolve_span(since="tuesday", now=NOW) == window("tuesday")
+    assert resolve_span(since="last month", now=NOW) == window("last month")
 
 
 def test_since_a_duration_or_point_runs_from_its_start_to_now_open_ended() -> None:
-    assert resolve_window(since="2h", now=NOW) == (NOW - timedelta(hours=2), None)
-    assert resolve_window(since="3 days ago", now=NOW) == (window("3 days ago")[0], None)
+    assert resolve_span(since="2h", now=NOW) == (NOW - timedelta(hours=2), None)
+    assert resolve_span(since="3 days ago", now=NOW) == (window("3 days ago")[0], None)
     # A datetime is a point here, though parse_when gives the minute it names.
     at = window("2026-09-01 14:30")[0]
-    assert resolve_window(since="2026-09-01 14:30", now=NOW) == (at, None)
-    assert resolve_window(until="2026-09-01 14:30", now=NOW) == (None, at)
+    assert resolve_span(since="2026-09-01 14:30", now=NOW) == (at, None)
+    assert resolve_span(until="2026-09-01 14:30", now=NOW) == (None, at)
     assert window("2026-09-01 14:30")[1] == at + timedelta(minutes=1)
 
 
 def test_until_a_period_includes_all_of_it() -> None:
-    assert resolve_window(until="yesterday", now=NOW) == (None, window("today")[0])
+    assert resolve_span(until="yesterday", now=NOW) == (None, window("today")[0])
 
 
 def test_until_a_point_or_duration_ends_at_its_instant_or_start() -> None:
-    assert resolve_window(until="an hour ago", now=NOW) == (None, NOW - timedelta(hours=1))
-    assert resolve_window(until="2h", now=NOW) == (None, NOW - timedelta(hours=2))
+    assert resolve_span(until="an hour ago", now=NOW) == (None, NOW - timedelta(hours=1))
+    assert resolve_span(until="2h", now=NOW) == (None, NOW - timedelta(hours=2))
 
 
 def test_since_and_until_give_the_start_of_one_and_the_bound_of_the_other() -> None:
-    assert resolve_window(since="last week", until="yesterday", now=NOW) == (
+    assert resolve_span(since="last week", until="yesterday", now=NOW) == (
         window("last week")[0],
         window("today")[0],
     )
 
 
 def test_before_is_everything_before_the_start_of_the_phrase() -> None:
-    assert resolve_window(before="7d", now=NOW) == (None, NOW - timedelta(days=7))
-    assert resolve_window(before="this month", now=NOW) == (None, window("this month")[0])
+    assert resolve_span(before="7d", now=NOW) == (None, NOW - timedelta(days=7))
+    assert resolve_span(before="this month", now=NOW) == (None, window("this month")[0])
 
 
 def test_before_sets_the_end_after_a_since_period() -> None:
-    assert resolve_window(since="last month", before="2026-08-15", now=NOW) == (
+    assert resolve_span(since="last month", before="2026-08-15", now=NOW) == (
         window("last month")[0],
         window("2026-08-15")[0],
     )
@@ -339,13 +339,13 @@ def test_before_sets_the_end_after_a_since_period() -> None:
 
 def test_with_until_and_before_the_earlier_bound_wins() -> None:
     aug_10 = window("2026-08-10")[0]
-    assert resolve_window(until="yesterday", before="2026-08-10", now=NOW) == (None, aug_10)
-    assert resolve_window(until="2026-08-09", before="today", now=NOW) == (None, aug_10)
+    assert resolve_span(until="yesterday", before="2026-08-10", now=NOW) == (None, aug_10)
+    assert resolve_span(until="2026-08-09", before="today", now=NOW) == (None, aug_10)
 
 
 def test_a_window_that_starts_after_it_ends_is_refused_in_one_line() -> None:
     with pytest.raises(PhraseError) as caught:
-        resolve_window(since="today", until="3 days ago", now=NOW)
+        resolve_span(since="today", until="3 days ago", now=NOW)
     assert "\n" not in str(caught.value)
     assert "'today'" in str(caught.value) and "'3 days ago'" in str(caught.value)
 
@@ -353,4 +353,4 @@ def test_a_window_that_starts_after_it_ends_is_refused_in_one_line() -> None:
 @pytest.mark.parametrize("field", ["since", "until", "before"])
 def test_a_bad_phrase_in_any_bound_raises_phrase_error(field: str) -> None:
     with pytest.raises(PhraseError, match="accepted forms"):
-        resolve_window(**{field: "the other day"}, now=NOW)
+        resolve_span(**{field: "the other day"}, now=NOW)

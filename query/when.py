@@ -33,7 +33,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from base.errors import PhraseError
 
-__all__ = ["ACCEPTED_FORMS", "parse_when", "resolve_window"]
+__all__ = ["ACCEPTED_FORMS", "parse_when", "resolve_span"]
 
 ACCEPTED_FORMS = (
     "2h, 45m, 3d, 1w (or '2 hours'), today, yesterday, last night, tuesday, last tuesday, "
@@ -93,7 +93,7 @@ def parse_when(text: str, *, now: datetime | None = None) -> tuple[datetime, dat
     return window.start, window.end
 
 
-def resolve_window(
+def resolve_span(
     since: str | None = None,
     until: str | None = None,
     before: str | None = None,
