@@ -113,7 +113,7 @@ class DaemonProcess:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "backscroll", "start"], env=self.env, stdout=log, stderr=log
             )
-        from backscroll.desktop import wait_for
+        from headless import wait_for
 
         wait_for(lambda: (self.home / "daemon.json").exists(), "the daemon's heartbeat")
 
@@ -152,8 +152,8 @@ SECRET_LINES = ["export DB_PASSWORD=hunter2horsebattery", "status: flibbertigibb
 def assert_the_secret_was_stored_redacted(daemon: DaemonProcess) -> None:
     """After a frame of ``SECRET_LINES`` (text encrypted): the stored text has the password
     redacted, and after the daemon stops no file of the home holds either word in clear."""
-    from backscroll.desktop import wait_for
     from backscroll.store import MemoryStore
+    from headless import wait_for
     from tests.residue import files_containing
 
     wait_for(lambda: daemon.frames(), "a frame")

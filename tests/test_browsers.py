@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from backscroll.desktop import _call, _variant, wait_for
 from capture.ax import AxReader
+from headless import wait_for
+from headless.bus import call, variant
 from query.search import Hit
 from tests.desktop import Desktop
 from tests.helpers import FAST
@@ -53,7 +54,7 @@ def text_of(daemon: Daemon, hit: Hit) -> str:
 
 
 def accessibility_enabled(desktop: Desktop) -> bool:
-    reply = _call(
+    reply = call(
         desktop.bus_address,
         "org.a11y.Bus",
         "/org/a11y/bus",
@@ -66,14 +67,14 @@ def accessibility_enabled(desktop: Desktop) -> bool:
 
 
 def set_accessibility(desktop: Desktop, enabled: bool) -> None:
-    _call(
+    call(
         desktop.bus_address,
         "org.a11y.Bus",
         "/org/a11y/bus",
         "org.freedesktop.DBus.Properties",
         "Set",
         "ssv",
-        ["org.a11y.Status", "IsEnabled", _variant("b", enabled)],
+        ["org.a11y.Status", "IsEnabled", variant("b", enabled)],
     )
 
 

@@ -16,8 +16,8 @@ import pytest
 
 from backscroll.actions import pause
 from backscroll.daemon import RETRY_SECONDS
-from backscroll.desktop import wait_for
 from backscroll.store import MemoryStore
+from headless import wait_for
 from tests.desktop import Desktop, headless_desktop
 from tests.helpers import (
     FAST,

@@ -1,5 +1,5 @@
 """The real capture daemon on a real headless GNOME Shell (the gnome backend), windows run by
-another user, as on a person's GNOME desktop (backscroll/gnome_desktop.py).
+another user, as on a person's GNOME desktop (headless/gnome.py).
 
 Skipped, saying what to install, where GNOME Shell, PipeWire or GStreamer's PipeWire source
 are missing; on CI (``CI`` set) a missing package fails instead, as ``make install``
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from backscroll.daemon import RETRY_SECONDS
-from backscroll.desktop import wait_for
-from backscroll.gnome_desktop import IMAGE_APP, GnomeDesktop, gnome_desktop, missing_packages
 from backscroll.store import MemoryStore
+from headless import wait_for
+from headless.gnome import IMAGE_APP, GnomeDesktop, gnome_desktop, missing_packages
 from tests.helpers import (
     FAST,
     SECRET_LINES,

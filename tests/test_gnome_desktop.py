@@ -1,5 +1,5 @@
 """The headless GNOME desktop the GNOME tests and benchmarks run on
-(backscroll/gnome_desktop.py): it starts and leaves nothing, its windows become the active
+(headless/gnome.py): it starts and leaves nothing, its windows become the active
 frame on AT-SPI, Alt+Tab moves the focus, the image window's text is in its pixels only,
 and gnome-shell can go away and come back.
 
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from backscroll.desktop import marked_processes, wait_for
-from backscroll.gnome_desktop import (
+from capture.ocr import ocr_text
+from headless import marked_processes, wait_for
+from headless.gnome import (
     ALT,
     IMAGE_APP,
     TAB,
@@ -24,7 +25,6 @@ from backscroll.gnome_desktop import (
     gnome_desktop,
     missing_packages,
 )
-from capture.ocr import ocr_text
 from tests.helpers import needs
 
 pytestmark = needs(missing_packages(), "GNOME")

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from backscroll.desktop import wait_for
 from backscroll.store import MemoryStore
 from eventlog.events import FrameCaptured
+from headless import wait_for
 from tests.desktop import Desktop, headless_desktop
 from tests.helpers import FAST, DaemonProcess
 

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from backscroll.desktop import wait_for
 from base.errors import CaptureError
 from base.tokens import words
 from capture import ocr, screen
 from capture.ocr_worker import WorkerOcr, tessdata_dir
 from capture.probe import X11Probe
+from headless import wait_for
 from tests.desktop import TERMINAL_FONT, Desktop, Window, desktop, require
 
 __all__ = ["desktop"]  # the session fixture, until tests/conftest.py imports it

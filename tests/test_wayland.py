@@ -1,5 +1,5 @@
 """The real capture daemon on a real headless sway (wlroots backend), windows run by another
-user, as on a person's Wayland desktop (backscroll/wayland_desktop.py).
+user, as on a person's Wayland desktop (headless/sway.py).
 
 Skipped, saying what to install, where sway, foot or wtype are missing; on CI (``CI`` set)
 a missing package fails instead, as ``make install`` installs them.
@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from backscroll.daemon import RETRY_SECONDS
-from backscroll.desktop import wait_for
 from backscroll.store import MemoryStore
-from backscroll.wayland_desktop import SwayDesktop, missing_packages, sway_desktop
+from headless import wait_for
+from headless.sway import SwayDesktop, missing_packages, sway_desktop
 from tests.helpers import (
     FAST,
     SECRET_LINES,
