@@ -20,7 +20,7 @@ from tests.helpers import FAST
 from tests.residue import files_containing
 from tests.test_daemon import Daemon
 
-pytestmark = pytest.mark.desktop
+pytestmark = pytest.mark.browser
 
 PASSWORD = "hunter2SECRETPW"
 TOKEN = "Zx8kQ2mP9vLr4TbN"

@@ -28,7 +28,7 @@ from tests.helpers import (
 )
 from tests.residue import files_containing
 
-pytestmark = needs(missing_packages(), "GNOME")
+pytestmark = [pytest.mark.gnome, needs(missing_packages(), "GNOME")]
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from headless.gnome import (
 )
 from tests.helpers import needs
 
-pytestmark = needs(missing_packages(), "GNOME")
+pytestmark = [pytest.mark.gnome, needs(missing_packages(), "GNOME")]
 
 
 @pytest.fixture(scope="module")

@@ -53,6 +53,7 @@ def test_the_layers_of_the_tree_are_kept(tree: Path) -> None:
     assert "0 broken" in result.stdout
 
 
+@pytest.mark.slow  # a lint of a copy of the tree for each edge
 @pytest.mark.parametrize(
     ("module", "source", "contract"),
     [

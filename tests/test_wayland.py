@@ -29,7 +29,7 @@ from tests.helpers import (
 )
 from tests.residue import files_containing
 
-pytestmark = needs(missing_packages(), "sway")
+pytestmark = [pytest.mark.sway, needs(missing_packages(), "sway")]
 
 
 @pytest.fixture(scope="module")
