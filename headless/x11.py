@@ -181,6 +181,12 @@ class Desktop:
     components: list[_Component] = field(default_factory=list)
     windows: list[Window] = field(default_factory=list)
 
+    @property
+    def daemon_env(self) -> dict[str, str]:
+        """The environment of a daemon that records this desktop, as the sway and GNOME
+        desktops give theirs: its display and session bus."""
+        return self.env
+
     # ----------------------------------------------------------------- programs
 
     def open_xterm(

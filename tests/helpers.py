@@ -60,6 +60,22 @@ def import_line(days_ago: float, app: str, title: str, text: str, image: Path | 
     return json.dumps(row)
 
 
+def populate(frames: list[dict[str, Any]], image: Path | None = None) -> None:
+    """Import ``frames`` (import lines as dicts) into the test's store, each with ``image``
+    as its screenshot when given."""
+    from backscroll.actions import import_frames
+    from backscroll.store import MemoryStore
+
+    rows = [dict(f, image=str(image)) if image else f for f in frames]
+    with MemoryStore() as store:
+        import_frames(store, [json.dumps(r) for r in rows])
+
+
+def ago(minutes: float) -> str:
+    """The local time ``minutes`` ago, as an import line's ``ts``."""
+    return (datetime.now().astimezone() - timedelta(minutes=minutes)).isoformat()
+
+
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     """``backscroll *args`` in this process: its exit code, stdout and stderr."""
     from backscroll.cli import main

@@ -47,15 +47,6 @@ FRAMES = [
 
 
 @pytest.fixture
-def png(tmp_path: Path) -> Path:
-    from PIL import Image
-
-    path = tmp_path / "screen.png"
-    Image.new("RGB", (120, 80), (220, 60, 40)).save(path)
-    return path
-
-
-@pytest.fixture
 def store(png: Path) -> Any:
     """Three frames with thumbnails, the Slack one with encrypted text."""
     with MemoryStore() as s:

@@ -8,7 +8,6 @@ installs them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from io import BytesIO
 from pathlib import Path
 
@@ -29,21 +28,6 @@ from tests.helpers import (
 from tests.residue import files_containing
 
 pytestmark = [pytest.mark.gnome, needs(missing_packages(), "GNOME")]
-
-
-@pytest.fixture(scope="module")
-def gnome() -> Iterator[GnomeDesktop]:
-    with gnome_desktop() as desk:
-        yield desk
-
-
-@pytest.fixture
-def daemon(gnome: GnomeDesktop, backscroll_home: Path) -> Iterator[DaemonProcess]:
-    running = DaemonProcess.of(gnome.daemon_env, backscroll_home)
-    running.cli(*FAST)
-    yield running
-    running.close()
-    gnome.close()
 
 
 def test_ocr_and_accessibility_text_and_status_names_the_gnome_backend(

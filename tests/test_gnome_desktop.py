@@ -10,7 +10,6 @@ them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,18 +27,6 @@ from headless.gnome import (
 from tests.helpers import needs
 
 pytestmark = [pytest.mark.gnome, needs(missing_packages(), "GNOME")]
-
-
-@pytest.fixture(scope="module")
-def gnome() -> Iterator[GnomeDesktop]:
-    with gnome_desktop() as desk:
-        yield desk
-
-
-@pytest.fixture
-def desk(gnome: GnomeDesktop) -> Iterator[GnomeDesktop]:
-    yield gnome
-    gnome.close()
 
 
 def _commands(pids: list[int]) -> set[str]:

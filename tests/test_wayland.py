@@ -8,7 +8,6 @@ a missing package fails instead, as ``make install`` installs them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -30,21 +29,6 @@ from tests.helpers import (
 from tests.residue import files_containing
 
 pytestmark = [pytest.mark.sway, needs(missing_packages(), "sway")]
-
-
-@pytest.fixture(scope="module")
-def sway() -> Iterator[SwayDesktop]:
-    with sway_desktop() as desk:
-        yield desk
-
-
-@pytest.fixture
-def daemon(sway: SwayDesktop, backscroll_home: Path) -> Iterator[DaemonProcess]:
-    running = DaemonProcess.of(sway.daemon_env, backscroll_home)
-    running.cli(*FAST)
-    yield running
-    running.close()
-    sway.close()
 
 
 def test_ocr_and_accessibility_text_and_status_names_the_wayland_backend(
