@@ -1,5 +1,6 @@
 # Backscroll's one task runner. `make install` sets up everything (system packages when run
-# as root, else it prints the apt-get line), `make test` runs lint, types and the tests.
+# as root, else it prints the apt-get line), `make test` runs lint, types and every test, and
+# `make check` the same but for the tests that need a desktop, a browser, OCR or much time.
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -18,7 +19,7 @@ APT_PACKAGES := xvfb openbox xdotool x11-utils tesseract-ocr tesseract-ocr-eng z
 	gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0 libgirepository1.0-dev libcairo2-dev \
 	pkg-config python3-gi gir1.2-gtk-3.0 xwayland strace
 
-.PHONY: install system venv test lint unit bench run
+.PHONY: install system venv test check lint unit fast bench run
 
 install: system venv
 
@@ -52,6 +53,14 @@ unit:
 	$(PY) -m pytest -q
 
 test: lint unit
+
+# The inner loop: lint, types, the contracts and every test that needs no desktop, compositor,
+# browser or Tesseract and is not marked slow (README, "Development"). `make test` is the
+# whole gate.
+check: lint fast
+
+fast:
+	$(PY) -m pytest -q -m "not desktop and not ocr and not slow"
 
 bench:
 	$(PY) -m bench.eventlog

@@ -2,7 +2,7 @@
 
     report = run_demo(seconds=60, home=None, echo=print)
 
-It starts the desktop of ``backscroll.desktop`` (Xvfb, a private session bus, openbox, AT-SPI),
+It starts the desktop of ``headless.x11`` (Xvfb, a private session bus, openbox, AT-SPI),
 opens real windows on it (a terminal where a command failed, a GTK invoice, a build whose
 title changes, a password manager that the deny list keeps out), runs ``backscroll start``
 against it in a store of its own, switches between the windows over ``seconds``, then shows
@@ -38,7 +38,7 @@ from base.errors import CaptureError, UsageError
 from base.home import is_default_home, resolve_home
 
 if TYPE_CHECKING:
-    from backscroll.desktop import Desktop, Window
+    from headless.x11 import Desktop, Window
 
 __all__ = ["DemoReport", "run_demo"]
 
@@ -121,10 +121,13 @@ def run_demo(
     """Run the demo (see the module docstring); ``echo`` receives each line of output."""
     if seconds < MIN_SECONDS:
         raise UsageError(f"--seconds must be at least {MIN_SECONDS:g}")
-    check_requirements()
+    # The desktop rig is equipment outside the library: imported here, when a demo runs,
+    # so that importing backscroll or its CLI never loads it.
+    from headless import DesktopError
+    from headless.x11 import headless_desktop, missing_packages
+
+    check_requirements(missing_packages())
     store = _demo_home(home)
-    from backscroll.desktop import headless_desktop
-    from base.errors import DesktopError
 
     echo(f"Backscroll demo: a private headless desktop, recorded into {store}")
     try:
@@ -172,11 +175,10 @@ def _terminated_cleanly() -> Iterator[None]:
 # ------------------------------------------------------------------------ before the run
 
 
-def check_requirements() -> None:
-    """``CaptureError`` naming every package to install, in one line, when any is missing."""
-    from backscroll.desktop import missing_packages
-
-    packages = missing_packages()
+def check_requirements(desktop_packages: list[str]) -> None:
+    """``CaptureError`` naming every package to install, in one line, when any is missing
+    (``desktop_packages``: those the demo's desktop lacks)."""
+    packages = list(desktop_packages)
     for binary, names in OCR_PACKAGES.items():
         if shutil.which(binary) is None:
             packages += names

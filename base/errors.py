@@ -13,7 +13,6 @@
     │   └── LockedError              another process holds a lock this operation needs
     ├── KeyUnavailableError          the encryption key is missing, changed or unreachable
     └── CaptureError                 the platform cannot capture (no display, missing OCR)
-        └── DesktopError             the headless test desktop could not start
 
 The CLI catches only ``BackscrollError`` and prints its message on one line; tracebacks are
 never shown with local variables, since locals hold screen text and keys.
@@ -106,7 +105,3 @@ class KeyUnavailableError(BackscrollError):
 
 class CaptureError(BackscrollError):
     pass
-
-
-class DesktopError(CaptureError):
-    """The headless desktop could not start (a binary is missing or a component failed)."""

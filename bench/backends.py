@@ -7,9 +7,9 @@ GNOME (headless GNOME Shell).
 ``--quick`` (20 frames, 10 s idle, RSS over 500 frames) checks that the script runs; the
 committed result is of the defaults.
 
-For each backend, on its own private desktop (``backscroll.desktop``,
-``backscroll.wayland_desktop`` with sway and its windows run by an unprivileged user, and
-``backscroll.gnome_desktop`` likewise), one zenity --text-info window of prose, focused,
+For each backend, on its own private desktop (``headless.x11``,
+``headless.sway`` with sway and its windows run by an unprivileged user, and
+``headless.gnome`` likewise), one zenity --text-info window of prose, focused,
 with a foot or xterm terminal beside it (on GNOME, the zenity window alone: the frame is
 the whole desktop whatever else it shows):
 
@@ -50,13 +50,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from backscroll.desktop import headless_desktop, wait_for
-from backscroll.gnome_desktop import ALT, TAB, gnome_desktop
-from backscroll.wayland_desktop import sway_desktop
 from bench._corpus import cpu_model
 from bench._proc import cpu_seconds
 from bench._stats import percentile
 from bench.daemon import Running, documents, memory
+from headless import gnome_desktop, headless_desktop, sway_desktop, wait_for
+from headless.gnome import ALT, TAB
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results" / "backends.txt"

@@ -41,9 +41,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from backscroll.desktop import Desktop, _call, _variant, headless_desktop, wait_for
 from bench._proc import live_cpu_seconds
 from capture.ax import AxReader
+from headless import Desktop, headless_desktop, wait_for
+from headless.bus import call, variant
 
 IDLE_S = 20.0
 READS = 10
@@ -87,14 +88,14 @@ def article(folder: Path) -> Path:
 
 
 def status(desk: Desktop, prop: str, value: bool) -> None:
-    _call(
+    call(
         desk.bus_address,
         "org.a11y.Bus",
         "/org/a11y/bus",
         "org.freedesktop.DBus.Properties",
         "Set",
         "ssv",
-        ["org.a11y.Status", prop, _variant("b", value)],
+        ["org.a11y.Status", prop, variant("b", value)],
     )
 
 

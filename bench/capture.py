@@ -57,11 +57,11 @@ from bench._stats import percentile
 # Before anything can load OpenMP (tesserocr links it in-process): see capture/ocr.py.
 os.environ.setdefault("OMP_THREAD_LIMIT", "1")
 
-from backscroll.desktop import Desktop, headless_desktop, marked_processes
 from bench._corpus import cpu_model
 from capture import ocr, screen
 from capture.ax import AxReader
 from capture.probe import Geometry, X11Probe
+from headless import Desktop, headless_desktop, marked_processes
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "capture.txt"

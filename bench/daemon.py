@@ -63,10 +63,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from backscroll.desktop import Desktop, Window, headless_desktop, wait_for
 from bench._proc import cpu_seconds
 from bench._stats import load_average, percentile
 from bench.capture import LOG_LINES, PROSE, machine, tree
+from headless import Desktop, Window, headless_desktop, wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "daemon.txt"

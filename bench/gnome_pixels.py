@@ -2,7 +2,7 @@
 
     cd /work/main && .venv/bin/python -m bench.gnome_pixels [--frames 20] [--busy 10]
 
-On the headless GNOME Shell of ``backscroll.gnome_desktop`` (a zenity window of prose in
+On the headless GNOME Shell of ``headless.gnome`` (a zenity window of prose in
 front), each way takes ``--frames`` frames of the whole desktop:
 
 - **screencast, a frame a grab** (what ``capture.gnome`` does): one Mutter ScreenCast
@@ -37,11 +37,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from backscroll.desktop import _stop_group
-from backscroll.gnome_desktop import GnomeDesktop, gnome_desktop
 from bench._corpus import cpu_model
 from bench._proc import live_cpu_seconds
 from bench._stats import load_average, percentile
+from headless import GnomeDesktop, gnome_desktop
+from headless.processes import stop_group
 
 REPO = Path(__file__).resolve().parent.parent
 STORE = "org.freedesktop.impl.portal.PermissionStore"
@@ -182,7 +182,7 @@ def screencast_ways(desk: GnomeDesktop, frames: int, busy_s: float, out: list[st
             caller, desktop = _self_cpu(), live_cpu_seconds(pids)
             time.sleep(busy_s)
             idle = (_self_cpu() - caller, live_cpu_seconds(pids) - desktop)
-            _stop_group(busy)
+            stop_group(busy)
         finally:
             streaming.set_state(Gst.State.NULL)
         say(

@@ -2,7 +2,7 @@
 
     cd /work/main && .venv/bin/python -m bench.ocr
 
-Starts the private headless desktop (``backscroll/desktop.py``) and shows real text from
+Starts the private headless desktop (``headless/x11.py``) and shows real text from
 this machine (man pages, the dpkg log, Debian changelogs, Python source) in real xterm
 windows of 110×40 at xterm's default font (the X core "fixed", 6×13) and at DejaVu Sans
 Mono 9 and 12 pt, each light and dark, and in a GTK ``zenity --text-info`` window. Each
@@ -47,7 +47,6 @@ from typing import Any
 # Before anything can load OpenMP: see capture/ocr.py.
 os.environ.setdefault("OMP_THREAD_LIMIT", "1")
 
-from backscroll.desktop import Desktop, Window, headless_desktop, require
 from base.tokens import words
 from bench._corpus import Report, machine
 from bench._proc import cpu_seconds
@@ -55,6 +54,7 @@ from bench._stats import load_average, percentile
 from capture import ocr, screen
 from capture.ocr_worker import WorkerOcr
 from capture.probe import X11Probe
+from headless.x11 import Desktop, Window, headless_desktop, require
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "ocr.txt"

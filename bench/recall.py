@@ -6,7 +6,7 @@
     (--baseline REV: the code measured beside this tree, default d4569c7; "none": skip it)
 
 For the code of this tree and then of ``--baseline`` (checked out into a temporary ``git
-worktree``, removed after), each on a fresh headless desktop (``backscroll/desktop.py``:
+worktree``, removed after), each on a fresh headless desktop (``headless/x11.py``:
 Xvfb 1920×1080, openbox, AT-SPI) with a fresh home: the real daemon, ``python -m backscroll
 start`` with its default config, that code first on PYTHONPATH. The benchmark shows windows
 of text taken from this machine (``bench/_recall_texts.py``: man pages, /var/log/dpkg.log,
@@ -77,11 +77,11 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from backscroll.desktop import Desktop, Window, headless_desktop, wait_for
 from bench._proc import cpu_seconds
 from bench._recall_texts import Texts, html_page, man_page
 from bench._stats import load_average
 from bench.capture import machine
+from headless import Desktop, Window, headless_desktop, wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"

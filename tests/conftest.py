@@ -1,12 +1,33 @@
+"""The fixtures many test modules share: a private home for every test, the headless
+desktops (the session's X11 desktop, a module's sway or GNOME desktop), the desktop a test
+records with its windows closed after it, and the real daemon recording it."""
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from headless import GnomeDesktop, SwayDesktop, gnome_desktop, sway_desktop
 from tests.desktop import desktop  # noqa: F401  (the session's headless desktop)
+from tests.helpers import FAST, DaemonProcess
 
 REPO = Path(__file__).resolve().parent.parent
+
+# What starts a desktop, a compositor or a browser: `make check` leaves out every test that
+# is marked desktop, so each of these is marked desktop as well.
+RIGS = ("sway", "gnome", "browser")
+DESKTOP_FIXTURES = {"desktop", "sway", "gnome", "rig", "desk", "daemon"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark desktop every test of a rig, and every test that uses a desktop fixture."""
+    for item in items:
+        uses_desktop = bool(DESKTOP_FIXTURES & set(getattr(item, "fixturenames", ())))
+        if uses_desktop or any(item.get_closest_marker(rig) for rig in RIGS):
+            item.add_marker(pytest.mark.desktop)
 
 
 @pytest.fixture(autouse=True)
@@ -16,3 +37,62 @@ def backscroll_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("BACKSCROLL_HOME", str(home))
     monkeypatch.delenv("BACKSCROLL_KEYSTORE", raising=False)
     return home
+
+
+@pytest.fixture
+def png(tmp_path: Path) -> Path:
+    """A small screenshot file, for an imported frame's image (its thumbnail)."""
+    from PIL import Image
+
+    path = tmp_path / "screen.png"
+    Image.new("RGB", (96, 60), (30, 120, 200)).save(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def sway() -> Iterator[SwayDesktop]:
+    """A headless sway desktop, started once for the module."""
+    with sway_desktop() as desk:
+        yield desk
+
+
+@pytest.fixture(scope="module")
+def gnome() -> Iterator[GnomeDesktop]:
+    """A headless GNOME Shell, started once for the module."""
+    with gnome_desktop() as desk:
+        yield desk
+
+
+@pytest.fixture
+def rig(request: pytest.FixtureRequest) -> Any:
+    """The desktop a test records: the module's sway or GNOME desktop when the module is
+    marked so, else the session's X11 desktop. A module overrides it for another desktop."""
+    for name in ("sway", "gnome"):
+        if request.node.get_closest_marker(name):
+            return request.getfixturevalue(name)
+    return request.getfixturevalue("desktop")
+
+
+@pytest.fixture
+def desk(rig: Any) -> Iterator[Any]:
+    """``rig``, with the windows a test opened closed after it."""
+    yield rig
+    rig.close()
+
+
+@pytest.fixture
+def daemon_kind() -> type[DaemonProcess]:
+    """The class of ``daemon``: a module overrides it (tests/test_daemon.py's lets the X11
+    desktop settle before it starts)."""
+    return DaemonProcess
+
+
+@pytest.fixture
+def daemon(
+    desk: Any, backscroll_home: Path, daemon_kind: type[DaemonProcess]
+) -> Iterator[DaemonProcess]:
+    """The real daemon, not started yet, set up to record ``desk`` quickly (``FAST``)."""
+    running = daemon_kind.of(desk.daemon_env, backscroll_home)
+    running.cli(*FAST)
+    yield running
+    running.close()

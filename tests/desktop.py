@@ -1,12 +1,12 @@
-"""The headless desktop of ``backscroll.desktop``, with what only the tests add to it.
+"""The headless X11 desktop of ``headless.x11``, with what only the tests add to it.
 
     with headless_desktop(keyring=True) as desk:
         term = desk.open_xterm(["ECONNREFUSED 127.0.0.1:5432"], title="server log")
         desk.activate(term.window_id)
         ...
 
-On top of the package's desktop (Xvfb, a private session bus, openbox, AT-SPI: see
-``backscroll/desktop.py``) this adds:
+On top of the rig's desktop (Xvfb, a private session bus, openbox, AT-SPI: see
+``headless/x11.py``) this adds:
 
     gnome-keyring (``keyring=True``, or    through tests/keyring_daemon.py, on the same bus
       ``desk.start_keyring()`` later)
@@ -26,20 +26,16 @@ from typing import Any
 
 import pytest
 
-from backscroll import desktop as _base
-from backscroll.desktop import (
-    HEIGHT,
+from headless import x11
+from headless.processes import (
     MARKER,
-    PACKAGES,
     TERMINAL_FONT,
-    WIDTH,
     DesktopError,
-    Window,
     marked_processes,
-    missing_packages,
     processes_of,
-    require,
+    stop_group,
 )
+from headless.x11 import HEIGHT, PACKAGES, WIDTH, Window, missing_packages, require
 
 __all__ = [
     "HEIGHT",
@@ -59,8 +55,8 @@ __all__ = [
 ]
 
 
-class Desktop(_base.Desktop):
-    """The package's desktop, plus a gnome-keyring on its session bus when asked for."""
+class Desktop(x11.Desktop):
+    """The rig's X11 desktop, plus a gnome-keyring on its session bus when asked for."""
 
     keyring: Any = None
 
@@ -80,7 +76,7 @@ class Desktop(_base.Desktop):
     def stop_x_server(self) -> None:
         """Stop Xvfb, as a display that goes away: openbox and the windows lose it too."""
         for component in [c for c in self.components if c.name == "Xvfb"]:
-            _base._stop_group(component.process)
+            stop_group(component.process)
             self.components.remove(component)
 
     def restart_x_server(self) -> None:
@@ -102,7 +98,7 @@ def headless_desktop(
 ) -> Iterator[Desktop]:
     """Start the desktop (and the keyring when ``keyring``), yield it, and stop all of it;
     ``size`` is the X screen's (``Desktop.set_monitors`` cuts it into monitors)."""
-    with _base.headless_desktop(Desktop, size=size) as desk:
+    with x11.headless_desktop(Desktop, size=size) as desk:
         if keyring:
             desk.start_keyring()
         yield desk

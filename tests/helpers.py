@@ -60,6 +60,22 @@ def import_line(days_ago: float, app: str, title: str, text: str, image: Path | 
     return json.dumps(row)
 
 
+def populate(frames: list[dict[str, Any]], image: Path | None = None) -> None:
+    """Import ``frames`` (import lines as dicts) into the test's store, each with ``image``
+    as its screenshot when given."""
+    from backscroll.actions import import_frames
+    from backscroll.store import MemoryStore
+
+    rows = [dict(f, image=str(image)) if image else f for f in frames]
+    with MemoryStore(write=True) as store:
+        import_frames(store, [json.dumps(r) for r in rows])
+
+
+def ago(minutes: float) -> str:
+    """The local time ``minutes`` ago, as an import line's ``ts``."""
+    return (datetime.now().astimezone() - timedelta(minutes=minutes)).isoformat()
+
+
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     """``backscroll *args`` in this process: its exit code, stdout and stderr."""
     from backscroll.cli import main
@@ -113,7 +129,7 @@ class DaemonProcess:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "backscroll", "start"], env=self.env, stdout=log, stderr=log
             )
-        from backscroll.desktop import wait_for
+        from headless import wait_for
 
         wait_for(lambda: (self.home / "daemon.json").exists(), "the daemon's heartbeat")
 
@@ -152,8 +168,8 @@ SECRET_LINES = ["export DB_PASSWORD=hunter2horsebattery", "status: flibbertigibb
 def assert_the_secret_was_stored_redacted(daemon: DaemonProcess) -> None:
     """After a frame of ``SECRET_LINES`` (text encrypted): the stored text has the password
     redacted, and after the daemon stops no file of the home holds either word in clear."""
-    from backscroll.desktop import wait_for
     from backscroll.store import MemoryStore
+    from headless import wait_for
     from tests.residue import files_containing
 
     wait_for(lambda: daemon.frames(), "a frame")

@@ -4,7 +4,6 @@ is, and the windows it relies on (a GTK window with and without accessibility)."
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -55,12 +54,6 @@ def test_the_benchmarks_words_are_the_index_words_on_ascii_text() -> None:
     words, _ = terms([line])
     index_words = {w for w in tokens.words(line) if w.isalpha() and len(w) >= 4}
     assert words == index_words
-
-
-@pytest.fixture
-def desk(desktop: Desktop) -> Iterator[Desktop]:
-    yield desktop
-    desktop.close()
 
 
 @pytest.mark.desktop

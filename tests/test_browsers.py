@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from backscroll.desktop import _call, _variant, wait_for
 from capture.ax import AxReader
+from headless import wait_for
+from headless.bus import call, variant
 from query.search import Hit
 from tests.desktop import Desktop
-from tests.helpers import FAST
 from tests.residue import files_containing
 from tests.test_daemon import Daemon
 
-pytestmark = pytest.mark.desktop
+pytestmark = pytest.mark.browser
 
 PASSWORD = "hunter2SECRETPW"
 TOKEN = "Zx8kQ2mP9vLr4TbN"
@@ -53,7 +53,7 @@ def text_of(daemon: Daemon, hit: Hit) -> str:
 
 
 def accessibility_enabled(desktop: Desktop) -> bool:
-    reply = _call(
+    reply = call(
         desktop.bus_address,
         "org.a11y.Bus",
         "/org/a11y/bus",
@@ -66,25 +66,21 @@ def accessibility_enabled(desktop: Desktop) -> bool:
 
 
 def set_accessibility(desktop: Desktop, enabled: bool) -> None:
-    _call(
+    call(
         desktop.bus_address,
         "org.a11y.Bus",
         "/org/a11y/bus",
         "org.freedesktop.DBus.Properties",
         "Set",
         "ssv",
-        ["org.a11y.Status", "IsEnabled", _variant("b", enabled)],
+        ["org.a11y.Status", "IsEnabled", variant("b", enabled)],
     )
 
 
 @pytest.fixture
-def recorder(desktop: Desktop, backscroll_home: Path) -> Iterator[Daemon]:
-    """The daemon of tests/test_daemon.py, not started yet."""
-    running = Daemon(desktop, backscroll_home)
-    running.cli(*FAST)
-    yield running
-    running.close()
-    desktop.close()
+def daemon_kind() -> type[Daemon]:
+    """The daemon of tests/test_daemon.py."""
+    return Daemon
 
 
 @pytest.fixture
@@ -96,7 +92,7 @@ def unannounced(desktop: Desktop) -> Iterator[None]:
 
 
 def test_chromium_page_text_and_address_are_recorded_without_its_chrome(
-    desktop: Desktop, recorder: Daemon, tmp_path: Path
+    desktop: Desktop, daemon: Daemon, tmp_path: Path
 ) -> None:
     notes = page(tmp_path, "notes.html", "Quokka notes", NOTES)
     url = notes.as_uri() + f"?token={TOKEN}&lang=en"
@@ -109,27 +105,23 @@ def test_chromium_page_text_and_address_are_recorded_without_its_chrome(
         wait_for(lambda: "WALLABYTE" in reader.window_text(chromium.pid), "Chromium's tree")
     finally:
         reader.close()
-    recorder.start()
-    hit = wait_for(lambda: latest(recorder, "chromium"), "Chromium's frame")
+    daemon.start()
+    hit = wait_for(lambda: latest(daemon, "chromium"), "Chromium's frame")
     assert hit.text_source == "ax"
     redacted = notes.as_uri() + "?token=[REDACTED:secret]&lang=en"
     assert hit.url == redacted
-    text = text_of(recorder, hit)
+    text = text_of(daemon, hit)
     assert "Rottnest Island" in text and "alice" in text
     assert PASSWORD not in text
     assert not [word for word in CHROME_WORDS if word in text.splitlines()]
-    assert f"<{redacted}>" in recorder.cli("search", "wallabyte")
-    assert (
-        json.loads(recorder.cli("search", "wallabyte", "--json"))["matches"][0]["url"] == redacted
-    )
-    assert f"url: {redacted}" in recorder.cli("show", str(hit.id))
-    assert files_containing(recorder.home, TOKEN) == []
-    assert files_containing(recorder.home, PASSWORD) == []
+    assert f"<{redacted}>" in daemon.cli("search", "wallabyte")
+    assert json.loads(daemon.cli("search", "wallabyte", "--json"))["matches"][0]["url"] == redacted
+    assert f"url: {redacted}" in daemon.cli("show", str(hit.id))
+    assert files_containing(daemon.home, TOKEN) == []
+    assert files_containing(daemon.home, PASSWORD) == []
 
 
-def test_a_denied_site_is_never_captured(
-    desktop: Desktop, recorder: Daemon, tmp_path: Path
-) -> None:
+def test_a_denied_site_is_never_captured(desktop: Desktop, daemon: Daemon, tmp_path: Path) -> None:
     statement = page(
         tmp_path,
         "quokka-bank-statement.html",
@@ -137,7 +129,7 @@ def test_a_denied_site_is_never_captured(
         "<h1>Your statement</h1><p>Balance BILBYCOIN 1,234.56 on the current account of "
         "the holder, with the last twelve transfers listed below in date order.</p>",
     )
-    recorder.cli("deny", "add", "quokka-bank")  # in the address only: not the title or app
+    daemon.cli("deny", "add", "quokka-bank")  # in the address only: not the title or app
     chromium = desktop.open_browser(
         "chromium", statement.as_uri(), flags=["--force-renderer-accessibility"]
     )
@@ -146,18 +138,18 @@ def test_a_denied_site_is_never_captured(
         lambda: "Monthly statement" in desktop.run(["xdotool", "getactivewindow", "getwindowname"]),
         "the statement's title",
     )
-    recorder.start()
-    wait_for(lambda: ": denied" in recorder.log.read_text(), "the daemon to deny the page")
+    daemon.start()
+    wait_for(lambda: ": denied" in daemon.log.read_text(), "the daemon to deny the page")
     gtk = desktop.open_zenity_text("An unrelated window the daemon may record at once.", "Notes")
     desktop.activate(gtk.window_id)
-    wait_for(lambda: latest(recorder, "zenity") is not None, "the next window's frame")
-    assert latest(recorder, "chromium") is None
-    assert files_containing(recorder.home, "BILBYCOIN") == []
-    assert files_containing(recorder.home, "bank-statement") == []  # the address
+    wait_for(lambda: latest(daemon, "zenity") is not None, "the next window's frame")
+    assert latest(daemon, "chromium") is None
+    assert files_containing(daemon.home, "BILBYCOIN") == []
+    assert files_containing(daemon.home, "bank-statement") == []  # the address
 
 
 def test_firefox_publishes_its_page_once_the_daemon_announces_itself(
-    desktop: Desktop, recorder: Daemon, tmp_path: Path, unannounced: None
+    desktop: Desktop, daemon: Daemon, tmp_path: Path, unannounced: None
 ) -> None:
     notes = page(tmp_path, "notes.html", "Quokka notes", NOTES)
     firefox = desktop.open_browser("firefox-esr", notes.as_uri())
@@ -165,7 +157,7 @@ def test_firefox_publishes_its_page_once_the_daemon_announces_itself(
     reader = AxReader(desktop.bus_address)
     try:
         assert reader.window_text(firefox.pid) == ""  # nothing published before the daemon
-        recorder.start()
+        daemon.start()
         wait_for(lambda: accessibility_enabled(desktop), "the daemon's announcement")
         # Firefox builds its tree a moment after the announcement: the daemon's first frame
         # may still be OCR. The next visit to the window is read from the tree.
@@ -174,35 +166,35 @@ def test_firefox_publishes_its_page_once_the_daemon_announces_itself(
         reader.close()
     other = desktop.open_zenity_text("Another window to switch to and back from.", "Notes")
     desktop.activate(other.window_id)
-    wait_for(lambda: latest(recorder, "zenity") is not None, "the other window's frame")
+    wait_for(lambda: latest(daemon, "zenity") is not None, "the other window's frame")
     desktop.activate(firefox.window_id)
     hit = wait_for(
-        lambda: (h := latest(recorder, "firefox")) and h.text_source == "ax" and h,
+        lambda: (h := latest(daemon, "firefox")) and h.text_source == "ax" and h,
         "Firefox's page from its tree",
     )
     assert hit.url == notes.as_uri()
-    text = text_of(recorder, hit)
+    text = text_of(daemon, hit)
     assert "Rottnest Island" in text and PASSWORD not in text
     assert not [word for word in CHROME_WORDS if word in text.splitlines()]
-    recorder.stop()
+    daemon.stop()
     assert not accessibility_enabled(desktop)  # put back as the daemon found it
 
 
 def test_with_the_announcement_off_the_setting_is_left_alone(
-    desktop: Desktop, recorder: Daemon, unannounced: None
+    desktop: Desktop, daemon: Daemon, unannounced: None
 ) -> None:
-    recorder.cli("config", "--announce-accessibility", "off")
+    daemon.cli("config", "--announce-accessibility", "off")
     gtk = desktop.open_zenity_text("The daemon runs and records this window as usual.", "Notes")
-    recorder.start()
+    daemon.start()
     desktop.activate(gtk.window_id)
-    wait_for(lambda: latest(recorder, "zenity") is not None, "a frame")
+    wait_for(lambda: latest(daemon, "zenity") is not None, "a frame")
     assert not accessibility_enabled(desktop)
-    recorder.stop()
+    daemon.stop()
     assert not accessibility_enabled(desktop)
 
 
 def test_chromium_without_its_flag_is_read_by_ocr_and_has_no_address(
-    desktop: Desktop, recorder: Daemon, tmp_path: Path
+    desktop: Desktop, daemon: Daemon, tmp_path: Path
 ) -> None:
     # README "Known limits": no run-time signal makes Chromium publish its page. Should a
     # version start to honour the announcement, this frame would be "ax" with an address.
@@ -213,14 +205,14 @@ def test_chromium_without_its_flag_is_read_by_ocr_and_has_no_address(
         lambda: "Quokka notes" in desktop.run(["xdotool", "getactivewindow", "getwindowname"]),
         "the page's title",
     )
-    recorder.start()
-    hit = wait_for(lambda: latest(recorder, "chromium"), "Chromium's frame")
+    daemon.start()
+    hit = wait_for(lambda: latest(daemon, "chromium"), "Chromium's frame")
     assert (hit.text_source, hit.url) == ("ocr", "")
-    assert "WALLABYTE" in text_of(recorder, hit)
+    assert "WALLABYTE" in text_of(daemon, hit)
 
 
 def test_a_chromium_incognito_window_is_denied_by_its_accessible_name(
-    desktop: Desktop, recorder: Daemon, tmp_path: Path
+    desktop: Desktop, daemon: Daemon, tmp_path: Path
 ) -> None:
     notes = page(tmp_path, "notes.html", "Quokka notes", NOTES)
     incognito = desktop.open_browser("chromium", notes.as_uri(), flags=["--incognito"])
@@ -234,10 +226,10 @@ def test_a_chromium_incognito_window_is_denied_by_its_accessible_name(
         "the page's title",
     )
     assert "incognito" not in title.lower()  # the X title does not say it: AT-SPI does
-    recorder.start()
-    wait_for(lambda: ": denied" in recorder.log.read_text(), "the daemon to deny the window")
+    daemon.start()
+    wait_for(lambda: ": denied" in daemon.log.read_text(), "the daemon to deny the window")
     gtk = desktop.open_zenity_text("An unrelated window the daemon may record at once.", "Notes")
     desktop.activate(gtk.window_id)
-    wait_for(lambda: latest(recorder, "zenity") is not None, "the next window's frame")
-    assert latest(recorder, "chromium") is None
-    assert files_containing(recorder.home, "WALLABYTE") == []
+    wait_for(lambda: latest(daemon, "zenity") is not None, "the next window's frame")
+    assert latest(daemon, "chromium") is None
+    assert files_containing(daemon.home, "WALLABYTE") == []

@@ -42,13 +42,6 @@ PARAGRAPH = (
 
 
 @pytest.fixture
-def desk(desktop: Desktop) -> Iterator[Desktop]:
-    """The session's desktop, with the windows a test opened closed after it."""
-    yield desktop
-    desktop.close()
-
-
-@pytest.fixture
 def probe(desk: Desktop) -> Iterator[X11Probe]:
     opened = X11Probe(desk.display)
     yield opened

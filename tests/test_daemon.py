@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from io import BytesIO
 from pathlib import Path
@@ -16,8 +14,8 @@ import pytest
 
 from backscroll.actions import pause
 from backscroll.daemon import RETRY_SECONDS
-from backscroll.desktop import wait_for
 from backscroll.store import MemoryStore
+from headless import wait_for
 from tests.desktop import Desktop, headless_desktop
 from tests.helpers import (
     FAST,
@@ -32,9 +30,6 @@ pytestmark = pytest.mark.desktop
 
 
 class Daemon(DaemonProcess):
-    def __init__(self, desktop: Desktop, home: Path) -> None:
-        super().__init__({**os.environ, **desktop.env}, home)
-
     def start(self) -> None:
         # A GTK window takes the focus a moment after it maps: let the desktop settle first,
         # or it steals the activation a test makes next.
@@ -47,12 +42,8 @@ def debug(daemon: Daemon) -> str:
 
 
 @pytest.fixture
-def daemon(desktop: Desktop, backscroll_home: Path) -> Iterator[Daemon]:
-    running = Daemon(desktop, backscroll_home)
-    running.cli(*FAST)
-    yield running
-    running.close()
-    desktop.close()
+def daemon_kind() -> type[Daemon]:
+    return Daemon
 
 
 def test_switching_windows_records_ocr_and_accessibility_text(
@@ -208,7 +199,7 @@ def test_a_full_disk_pauses_capture_with_the_reason_and_it_resumes(
     mount.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], check=True)
     try:
-        daemon = Daemon(desktop, mount / "home")
+        daemon = Daemon.of(desktop.daemon_env, mount / "home")
         daemon.cli(*FAST)
         term = desktop.open_xterm(["before the disk filled up"], "one")
         other = desktop.open_xterm(["while the disk is full"], "two")
@@ -384,7 +375,7 @@ def test_a_display_that_goes_away_pauses_capture_and_it_resumes_when_it_comes_ba
 ) -> None:
     # A desktop of its own: the session's X server must outlive this test.
     with headless_desktop() as desk:
-        daemon = Daemon(desk, backscroll_home)
+        daemon = Daemon.of(desk.daemon_env, backscroll_home)
         try:
             daemon.cli(*FAST)
             before = desk.open_xterm(["before the display went away"], "before")

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from backscroll.demo import SECRET_WORD
-from backscroll.desktop import FOLDER_PREFIX, processes_of
 from backscroll.store import MemoryStore
+from headless.processes import FOLDER_PREFIX, processes_of
 from tests.residue import files_containing
 
 REPO = Path(__file__).resolve().parents[1]

@@ -172,6 +172,7 @@ def assert_answered(code: int, out: str, err: str, what: str, fs: SmallFS) -> No
     assert code == 0, f"{what} exited {code} ({fs.describe()}):\n{err}"
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_one_line_reading_goes_on_and_nothing_is_lost(
     small: tuple[SmallFS, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

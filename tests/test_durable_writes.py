@@ -328,6 +328,7 @@ def capture_and_search(home: Path, told: Told) -> None:
 
 
 @pytest.mark.parametrize("torn", [False, True], ids=["unsynced-dropped", "unsynced-partly-kept"])
+@pytest.mark.slow
 def test_a_power_cut_while_capturing_loses_no_acknowledged_frame_or_thumbnail(
     tmp_path: Path, keyed: Path, torn: bool
 ) -> None:
@@ -367,6 +368,7 @@ def behind(keyed: Path, tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("act", [catch_up, rebuild], ids=["catch-up", "rebuild"])
+@pytest.mark.slow
 def test_a_power_cut_between_a_views_commit_and_its_manifest_leaves_views_that_recover(
     tmp_path: Path, behind: Path, act: Act
 ) -> None:
@@ -466,6 +468,7 @@ def purge(home: Path, told: Told) -> None:
         told.done = True
 
 
+@pytest.mark.slow
 def test_a_power_cut_mid_purge_is_finished_by_the_next_process(
     tmp_path: Path, captured: Path
 ) -> None:

@@ -143,6 +143,7 @@ def go(child: subprocess.Popen[str]) -> None:
 
 
 @pytest.mark.parametrize("mode", ["single", "batch"])
+@pytest.mark.slow
 def test_every_append_that_returned_survives_sigkill(tmp_path: Path, mode: str) -> None:
     segment_bytes = 16 * 1024  # rolls (seal and swap) every few dozen appends
     rng = random.Random(f"sigkill {mode}")
@@ -184,6 +185,7 @@ def test_every_append_that_returned_survives_sigkill(tmp_path: Path, mode: str) 
 
 
 @pytest.mark.parametrize("mode", ["single", "batch"])
+@pytest.mark.slow
 def test_two_processes_appending_at_once_interleave_without_loss(tmp_path: Path, mode: str) -> None:
     path, count = tmp_path / "log", 300
     children = [python(str(path), mode, "4096", str(seed), str(count)) for seed in range(2)]
@@ -371,6 +373,7 @@ def test_the_power_cut_scenario_covers_every_write_path(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("torn", [False, True], ids=["unsynced-dropped", "unsynced-partly-kept"])
+@pytest.mark.slow
 def test_every_append_that_returned_survives_a_power_cut_at_any_call(
     tmp_path: Path, torn: bool
 ) -> None:
@@ -427,6 +430,7 @@ COMPACTIONS: dict[str, Callable[[Log], object]] = {
 
 @pytest.mark.parametrize("crash", ["process", "power", "power-torn"])
 @pytest.mark.parametrize("name", list(COMPACTIONS))
+@pytest.mark.slow
 def test_a_crash_at_each_step_of_compaction_leaves_the_old_set_or_the_new(
     history: Path, tmp_path: Path, name: str, crash: str
 ) -> None:

@@ -47,15 +47,6 @@ FRAMES = [
 
 
 @pytest.fixture
-def png(tmp_path: Path) -> Path:
-    from PIL import Image
-
-    path = tmp_path / "screen.png"
-    Image.new("RGB", (120, 80), (220, 60, 40)).save(path)
-    return path
-
-
-@pytest.fixture
 def store(png: Path) -> Any:
     """Three frames with thumbnails, the Slack one with encrypted text."""
     with MemoryStore(write=True) as s:
@@ -212,6 +203,7 @@ def test_html_export_is_self_contained_and_escapes_screen_text(page: Path) -> No
     assert "Invoice INV-20931 &lt;b&gt;Acme&lt;/b&gt;" in source
 
 
+@pytest.mark.browser
 def test_html_export_shows_titles_and_thumbnails_in_chromium(page: Path, tmp_path: Path) -> None:
     dom = chromium(tmp_path / "profile", page.as_uri())
     for title in ("zsh — deploy", "Invoice INV-20931 &lt;b&gt;Acme&lt;/b&gt;", "general"):
@@ -223,6 +215,7 @@ def test_html_export_shows_titles_and_thumbnails_in_chromium(page: Path, tmp_pat
     assert 'data-shown="3"' in dom and "<script>alert" not in dom
 
 
+@pytest.mark.browser
 def test_html_filter_box_hides_frames_that_do_not_match(page: Path, tmp_path: Path) -> None:
     dom = chromium(tmp_path / "profile", page.as_uri() + "?filter=QUOKKA%20cafe")
     assert len(visible_articles(dom)) == 1 and "1 of 3 shown" in dom

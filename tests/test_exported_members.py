@@ -13,6 +13,7 @@ import backscroll
 import base
 import capture
 import eventlog
+import headless
 import projector
 import query
 from tests.conftest import REPO
@@ -111,7 +112,26 @@ def test_projector_exports_the_writer_and_the_read_side() -> None:
     ]
 
 
-@pytest.mark.parametrize("package", [base, capture, projector, query], ids=lambda p: p.__name__)
+def test_headless_exports_its_desktops_and_their_error() -> None:
+    assert headless.__all__ == [
+        "Desktop",
+        "DesktopError",
+        "GnomeDesktop",
+        "SwayDesktop",
+        "WaylandWindow",
+        "Window",
+        "gnome_desktop",
+        "headless_desktop",
+        "marked_processes",
+        "processes_of",
+        "sway_desktop",
+        "wait_for",
+    ]
+
+
+@pytest.mark.parametrize(
+    "package", [base, capture, projector, query, headless], ids=lambda p: p.__name__
+)
 def test_each_exported_name_is_sorted_and_defined_in_its_package(package: ModuleType) -> None:
     assert _in_ruff_order(package.__all__)
     for name in package.__all__:

@@ -54,7 +54,10 @@ from hypothesis import strategies as st
 from backscroll.cli import app, main
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="each call runs in a fork")
+pytestmark = [
+    pytest.mark.slow,  # each test runs hundreds of CLI calls: 11-15 s here
+    pytest.mark.skipif(not hasattr(os, "fork"), reason="each call runs in a fork"),
+]
 
 EXAMPLES = int(os.environ.get("BACKSCROLL_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(

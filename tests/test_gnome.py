@@ -1,5 +1,5 @@
 """The real capture daemon on a real headless GNOME Shell (the gnome backend), windows run by
-another user, as on a person's GNOME desktop (backscroll/gnome_desktop.py).
+another user, as on a person's GNOME desktop (headless/gnome.py).
 
 Skipped, saying what to install, where GNOME Shell, PipeWire or GStreamer's PipeWire source
 are missing; on CI (``CI`` set) a missing package fails instead, as ``make install``
@@ -8,16 +8,15 @@ installs them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from io import BytesIO
 from pathlib import Path
 
 import pytest
 
 from backscroll.daemon import RETRY_SECONDS
-from backscroll.desktop import wait_for
-from backscroll.gnome_desktop import IMAGE_APP, GnomeDesktop, gnome_desktop, missing_packages
 from backscroll.store import MemoryStore
+from headless import wait_for
+from headless.gnome import IMAGE_APP, GnomeDesktop, gnome_desktop, missing_packages
 from tests.helpers import (
     FAST,
     SECRET_LINES,
@@ -28,22 +27,7 @@ from tests.helpers import (
 )
 from tests.residue import files_containing
 
-pytestmark = needs(missing_packages(), "GNOME")
-
-
-@pytest.fixture(scope="module")
-def gnome() -> Iterator[GnomeDesktop]:
-    with gnome_desktop() as desk:
-        yield desk
-
-
-@pytest.fixture
-def daemon(gnome: GnomeDesktop, backscroll_home: Path) -> Iterator[DaemonProcess]:
-    running = DaemonProcess.of(gnome.daemon_env, backscroll_home)
-    running.cli(*FAST)
-    yield running
-    running.close()
-    gnome.close()
+pytestmark = [pytest.mark.gnome, needs(missing_packages(), "GNOME")]
 
 
 def test_ocr_and_accessibility_text_and_status_names_the_gnome_backend(

@@ -1,5 +1,5 @@
 """The headless GNOME desktop the GNOME tests and benchmarks run on
-(backscroll/gnome_desktop.py): it starts and leaves nothing, its windows become the active
+(headless/gnome.py): it starts and leaves nothing, its windows become the active
 frame on AT-SPI, Alt+Tab moves the focus, the image window's text is in its pixels only,
 and gnome-shell can go away and come back.
 
@@ -10,13 +10,13 @@ them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from backscroll.desktop import marked_processes, wait_for
-from backscroll.gnome_desktop import (
+from capture.ocr import ocr_text
+from headless import marked_processes, wait_for
+from headless.gnome import (
     ALT,
     IMAGE_APP,
     TAB,
@@ -24,22 +24,9 @@ from backscroll.gnome_desktop import (
     gnome_desktop,
     missing_packages,
 )
-from capture.ocr import ocr_text
 from tests.helpers import needs
 
-pytestmark = needs(missing_packages(), "GNOME")
-
-
-@pytest.fixture(scope="module")
-def gnome() -> Iterator[GnomeDesktop]:
-    with gnome_desktop() as desk:
-        yield desk
-
-
-@pytest.fixture
-def desk(gnome: GnomeDesktop) -> Iterator[GnomeDesktop]:
-    yield gnome
-    gnome.close()
+pytestmark = [pytest.mark.gnome, needs(missing_packages(), "GNOME")]
 
 
 def _commands(pids: list[int]) -> set[str]:

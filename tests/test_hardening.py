@@ -170,6 +170,7 @@ def _frames(store: MemoryStore) -> dict[int, tuple[str, int]]:
 
 
 @pytest.mark.parametrize("rewrite", ["clear --app", "reindex", "retention"])
+@pytest.mark.slow
 def test_a_rewrite_keeps_damaged_bytes_aside_and_reports_them_until_discarded(
     backscroll_home: Path, rewrite: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -220,6 +221,7 @@ def test_a_rewrite_keeps_damaged_bytes_aside_and_reports_them_until_discarded(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(seed=st.integers(0, 2**32 - 1), sealed=st.booleans(), rewrite=st.sampled_from(range(3)))
+@pytest.mark.slow
 def test_flipped_bytes_survive_every_rewrite_as_reported_damage(
     tmp_path_factory: pytest.TempPathFactory, seed: int, sealed: bool, rewrite: int
 ) -> None:

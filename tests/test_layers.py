@@ -11,7 +11,17 @@ import pytest
 
 from tests.conftest import REPO
 
-PACKAGES = ("base", "eventlog", "projector", "capture", "query", "backscroll", "bench", "tests")
+PACKAGES = (
+    "base",
+    "eventlog",
+    "projector",
+    "capture",
+    "query",
+    "backscroll",
+    "headless",
+    "bench",
+    "tests",
+)
 LINT = Path(sys.executable).with_name("lint-imports")
 
 
@@ -43,6 +53,7 @@ def test_the_layers_of_the_tree_are_kept(tree: Path) -> None:
     assert "0 broken" in result.stdout
 
 
+@pytest.mark.slow  # a lint of a copy of the tree for each edge
 @pytest.mark.parametrize(
     ("module", "source", "contract"),
     [
@@ -53,6 +64,11 @@ def test_the_layers_of_the_tree_are_kept(tree: Path) -> None:
         ("query/_back_edge.py", "from projector.indexer import SearchWriter\n", "Queries"),
         ("capture/_sibling.py", "def f():\n    import query.render\n", "Layers"),
         ("bench/_back_edge.py", "from tests.desktop import Desktop\n", "Benchmarks"),
+        # The rigs are equipment: only the demo, and bench/ and tests/, may import them.
+        ("capture/_back_edge.py", "def f():\n    import headless.x11\n", "desktop rigs"),
+        ("backscroll/_back_edge.py", "from headless import DesktopError\n", "desktop rigs"),
+        ("base/_back_edge.py", "import headless\n", "desktop rigs"),
+        ("headless/_back_edge.py", "from tests.desktop import Desktop\n", "desktop rigs"),
     ],
 )
 def test_a_back_edge_breaks_the_contract(
@@ -73,6 +89,21 @@ def test_importing_the_log_loads_nothing_of_the_app() -> None:
     for above in ("backscroll", "projector", "query", "capture"):
         assert f"'{above}'" not in loaded
     assert "'base'" in loaded
+
+
+def test_importing_backscroll_or_its_cli_loads_no_desktop_rig() -> None:
+    # What `python -X importtime -c "import backscroll"` lists is every module it loaded.
+    for statement in ("import backscroll", "import backscroll.cli", "import backscroll.demo"):
+        run = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", statement],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=REPO,
+        )
+        loaded = [line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines()]
+        assert statement.split()[-1] in loaded  # the listing was read
+        assert [m for m in loaded if m.split(".")[0] == "headless"] == [], statement
 
 
 def test_capture_is_forbidden_every_module_of_the_log_but_the_event_types() -> None:

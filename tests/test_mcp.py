@@ -8,7 +8,6 @@ import base64
 import json
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,9 +15,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, ElicitResult, ImageContent, TextContent
 
-from backscroll.actions import import_frames
 from backscroll.mcp_server import build_server
-from backscroll.store import MemoryStore
+from tests.helpers import ago, populate
 
 T = TypeVar("T")
 READ_TOOLS = {
@@ -29,17 +27,9 @@ READ_TOOLS = {
 }
 
 
-def ago(minutes: float) -> str:
-    return (datetime.now().astimezone() - timedelta(minutes=minutes)).isoformat()
-
-
 @pytest.fixture
-def home(backscroll_home: Path, tmp_path: Path) -> Path:
+def home(backscroll_home: Path, png: Path) -> Path:
     """Two old frames with a thumbnail, and a recent stretch: editor, terminal, editor."""
-    from PIL import Image
-
-    png = tmp_path / "screen.png"
-    Image.new("RGB", (80, 50), (10, 160, 90)).save(png)
     rows = [
         {
             "ts": "2026-11-24T16:42:10",
@@ -55,8 +45,7 @@ def home(backscroll_home: Path, tmp_path: Path) -> Path:
         {"ts": ago(2.0), "app": "Terminal", "title": "pytest", "text": "3 passed in 0.4s"},
         {"ts": ago(1.0), "app": "Code", "title": "app.py", "text": "def handler(): return 2"},
     ]
-    with MemoryStore(write=True) as store:
-        import_frames(store, [json.dumps(r) for r in rows])
+    populate(rows)
     return backscroll_home
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +14,9 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
-from backscroll.actions import import_frames
 from backscroll.mcp_schemas import memory
 from backscroll.mcp_server import build_server
-from backscroll.store import MemoryStore
+from tests.helpers import ago, populate
 
 TOOLS = {
     "memory",
@@ -29,16 +27,8 @@ TOOLS = {
 }
 
 
-def ago(minutes: float) -> str:
-    return (datetime.now().astimezone() - timedelta(minutes=minutes)).isoformat()
-
-
 @pytest.fixture
-def home(backscroll_home: Path, tmp_path: Path) -> Path:
-    from PIL import Image
-
-    png = tmp_path / "screen.png"
-    Image.new("RGB", (80, 50), (10, 160, 90)).save(png)
+def home(backscroll_home: Path, png: Path) -> Path:
     log = "unpacking libfoo setting up libbar done\n" * 20
     rows = [
         {"ts": ago(30), "app": "Terminal", "title": "tail", "text": log, "image": str(png)},
@@ -46,8 +36,7 @@ def home(backscroll_home: Path, tmp_path: Path) -> Path:
         {"ts": ago(28), "app": "Firefox", "title": "Grafana", "text": "latency dashboard"},
         {"ts": ago(2), "app": "Code", "title": "app.py", "text": "def handler(): return 2"},
     ]
-    with MemoryStore(write=True) as store:
-        import_frames(store, [json.dumps(r) for r in rows])
+    populate(rows)
     return backscroll_home
 
 

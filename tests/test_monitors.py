@@ -8,19 +8,17 @@ the rectangle holding both monitors, so its text is read whole (``capture.screen
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from io import BytesIO
-from pathlib import Path
 
 import pytest
 from PIL import Image
 
-from backscroll.desktop import wait_for
 from backscroll.store import MemoryStore
 from eventlog.events import FrameCaptured
+from headless import wait_for
 from tests.desktop import Desktop, headless_desktop
-from tests.helpers import FAST, DaemonProcess
+from tests.helpers import DaemonProcess
 
 pytestmark = pytest.mark.desktop
 
@@ -36,12 +34,15 @@ def wide() -> Iterator[Desktop]:
 
 
 @pytest.fixture
-def daemon(wide: Desktop, backscroll_home: Path) -> Iterator[DaemonProcess]:
-    running = DaemonProcess({**os.environ, **wide.env}, backscroll_home)
-    running.cli(*FAST)
-    yield running
-    running.close()
-    wide.close()
+def rig(wide: Desktop) -> Desktop:
+    return wide
+
+
+@pytest.fixture(autouse=True)
+def two_monitors(wide: Desktop) -> Iterator[None]:
+    """The two monitors again after each test (torn down after ``desk``, which closes the
+    test's windows)."""
+    yield
     wide.set_monitors(LEFT, RIGHT)
 
 

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from backscroll.desktop import wait_for
 from base.errors import CaptureError
 from base.tokens import words
 from capture import ocr, screen
 from capture.ocr_worker import WorkerOcr, tessdata_dir
 from capture.probe import X11Probe
+from headless import wait_for
 from tests.desktop import TERMINAL_FONT, Desktop, Window, desktop, require
 
 __all__ = ["desktop"]  # the session fixture, until tests/conftest.py imports it
@@ -98,6 +98,7 @@ def test_tessdata_is_found_without_tesserocr_s_own_default(tmp_path: Path) -> No
     assert tessdata_dir({"PATH": "", "TESSDATA_PREFIX": str(tmp_path)}) == str(tmp_path)
 
 
+@pytest.mark.ocr
 def test_the_worker_reads_small_text_light_and_dark(engine: WorkerOcr) -> None:
     engine.check()
     assert engine.engine == "tesserocr"
@@ -107,6 +108,7 @@ def test_the_worker_reads_small_text_light_and_dark(engine: WorkerOcr) -> None:
         assert "ECONNREFUSED" in text
 
 
+@pytest.mark.ocr
 def test_a_desktop_is_read_panel_by_panel_each_dark_on_light(engine: WorkerOcr) -> None:
     # GNOME's frames: a light window on a dark desktop, a dark bar with light text above.
     desk = Image.new("RGB", (1280, 720), "#1e3a6e")
@@ -135,6 +137,7 @@ def terminal(lines: list[str]) -> Image.Image:
     return image
 
 
+@pytest.mark.ocr
 def test_a_cursor_keeps_no_text_of_a_line_it_was_read_with(engine: WorkerOcr) -> None:
     # Tesseract joins the last of the lines to the cursor below it; a new terminal, empty
     # but for its cursor, then read as that line (found by tests/test_monitors.py), or
@@ -144,6 +147,7 @@ def test_a_cursor_keeps_no_text_of_a_line_it_was_read_with(engine: WorkerOcr) ->
     assert "zanzibar" in engine.text(terminal(["zanzibar ferry"] * 4))
 
 
+@pytest.mark.ocr
 def test_a_worker_killed_between_frames_costs_no_frame(
     engine: WorkerOcr, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -161,6 +165,7 @@ def test_a_worker_killed_between_frames_costs_no_frame(
     assert "the OCR worker had ended (exit code -9)" in caplog.text
 
 
+@pytest.mark.ocr
 def test_forgetting_ends_the_worker_with_the_lines_it_knew_and_the_next_read_works(
     engine: WorkerOcr,
 ) -> None:
@@ -176,6 +181,7 @@ def test_forgetting_ends_the_worker_with_the_lines_it_knew_and_the_next_read_wor
     assert engine.pid not in (None, first)
 
 
+@pytest.mark.ocr
 def test_a_worker_killed_during_a_read_costs_that_frame_and_the_next_read_works(
     engine: WorkerOcr, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -203,6 +209,7 @@ def test_a_worker_killed_during_a_read_costs_that_frame_and_the_next_read_works(
     assert engine.pid not in (None, worker)
 
 
+@pytest.mark.ocr
 def test_closing_during_a_read_does_not_wait_for_it_and_stops_the_worker_after(
     engine: WorkerOcr,
 ) -> None:
@@ -239,6 +246,7 @@ def pending_bytes(fd: int) -> int:
     return int(struct.unpack("i", size)[0])
 
 
+@pytest.mark.ocr
 def test_without_tesserocr_the_engine_falls_back_to_pytesseract(
     engine: WorkerOcr, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -265,6 +273,7 @@ def test_a_worker_that_cannot_load_its_model_says_what_to_install(
         engine.check()
 
 
+@pytest.mark.ocr
 def test_the_engine_logs_which_tesseract_it_uses(
     engine: WorkerOcr, caplog: pytest.LogCaptureFixture
 ) -> None:

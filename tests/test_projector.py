@@ -12,6 +12,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from backscroll.actions import delete, import_frames, rebuild_views
 from backscroll.store import MemoryStore
 from eventlog.events import FrameCaptured
@@ -50,6 +52,7 @@ def snapshot(store: MemoryStore) -> tuple[object, ...]:
     return results, timeline, totals.frames, dict(totals.text_sources)
 
 
+@pytest.mark.slow
 def test_incremental_projection_equals_a_rebuild_after_deletions_and_retention(
     backscroll_home: Path,
 ) -> None:
@@ -92,6 +95,7 @@ def test_deleting_by_ids_leaves_no_trace(backscroll_home: Path) -> None:
     assert stray_segment_files(backscroll_home) == []
 
 
+@pytest.mark.slow
 def test_a_damaged_view_is_rebuilt_by_the_next_writer(backscroll_home: Path) -> None:
     with MemoryStore(write=True) as store:
         import_frames(store, lines(100))
@@ -117,11 +121,14 @@ CATCH_UP = """
 import sys
 from projector.runner import Projector
 from pathlib import Path
+
+import pytest
 with Projector(Path(sys.argv[1])) as projector:
     projector.catch_up()
 """
 
 
+@pytest.mark.slow
 def test_a_projector_killed_while_catching_up_always_resumes_consistent(
     backscroll_home: Path,
 ) -> None:

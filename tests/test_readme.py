@@ -59,6 +59,7 @@ def sample_frames(path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+@pytest.mark.slow  # every command of the README, each a process: 5 s here
 def test_every_example_command_in_the_readme_runs(
     tmp_path: Path, backscroll_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -12,13 +11,13 @@ from typing import Any
 import msgspec
 import pytest
 
-from backscroll.actions import import_frames
 from backscroll.contract import DaemonStatus, Status, to_json
 from backscroll.heartbeat import FILE, SIZE, Heartbeat, HeartbeatFile, read_heartbeat
 from backscroll.stats import Stats
 from backscroll.status import collect, render
 from backscroll.store import MemoryStore
 from base.clock import now_us
+from tests.helpers import populate
 
 FRAMES = [
     {"ts": "2026-11-24T16:40:31", "app": "Terminal", "title": "zsh", "text": "tsc error"},
@@ -47,8 +46,7 @@ SPEC_STATS = [
 
 @pytest.fixture
 def home(backscroll_home: Path) -> Path:
-    with MemoryStore(write=True) as store:
-        import_frames(store, [json.dumps(f) for f in FRAMES])
+    populate(FRAMES)
     return backscroll_home
 
 

@@ -10,9 +10,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from backscroll.actions import audit, import_frames
+from backscroll.actions import audit
 from backscroll.store import MemoryStore
 from backscroll.tools import MemoryManageTool, MemoryTool, ToolResult
+from tests.helpers import populate
 
 T = TypeVar("T")
 Read = MemoryTool.Params
@@ -49,21 +50,6 @@ FRAMES = [
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
-
-
-def populate(frames: list[dict[str, Any]], image: Path | None = None) -> None:
-    rows = [dict(f, image=str(image)) if image else f for f in frames]
-    with MemoryStore(write=True) as store:
-        import_frames(store, [json.dumps(r) for r in rows])
-
-
-@pytest.fixture
-def png(tmp_path: Path) -> Path:
-    from PIL import Image
-
-    path = tmp_path / "screen.png"
-    Image.new("RGB", (96, 60), (30, 120, 200)).save(path)
-    return path
 
 
 @pytest.fixture

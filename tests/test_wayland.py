@@ -1,5 +1,5 @@
 """The real capture daemon on a real headless sway (wlroots backend), windows run by another
-user, as on a person's Wayland desktop (backscroll/wayland_desktop.py).
+user, as on a person's Wayland desktop (headless/sway.py).
 
 Skipped, saying what to install, where sway, foot or wtype are missing; on CI (``CI`` set)
 a missing package fails instead, as ``make install`` installs them.
@@ -8,7 +8,6 @@ a missing package fails instead, as ``make install`` installs them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -16,9 +15,9 @@ from typing import Any
 import pytest
 
 from backscroll.daemon import RETRY_SECONDS
-from backscroll.desktop import wait_for
 from backscroll.store import MemoryStore
-from backscroll.wayland_desktop import SwayDesktop, missing_packages, sway_desktop
+from headless import wait_for
+from headless.sway import SwayDesktop, missing_packages, sway_desktop
 from tests.helpers import (
     FAST,
     SECRET_LINES,
@@ -29,22 +28,7 @@ from tests.helpers import (
 )
 from tests.residue import files_containing
 
-pytestmark = needs(missing_packages(), "sway")
-
-
-@pytest.fixture(scope="module")
-def sway() -> Iterator[SwayDesktop]:
-    with sway_desktop() as desk:
-        yield desk
-
-
-@pytest.fixture
-def daemon(sway: SwayDesktop, backscroll_home: Path) -> Iterator[DaemonProcess]:
-    running = DaemonProcess.of(sway.daemon_env, backscroll_home)
-    running.cli(*FAST)
-    yield running
-    running.close()
-    sway.close()
+pytestmark = [pytest.mark.sway, needs(missing_packages(), "sway")]
 
 
 def test_ocr_and_accessibility_text_and_status_names_the_wayland_backend(

@@ -6,7 +6,7 @@
         desk.focus(invoice)
         Daemon(home, environ=desk.daemon_env) ...
 
-As on the sway desktop (``backscroll.wayland_desktop``, whose base it shares), every
+As on the sway desktop (``headless.sway``, whose base ``headless._user`` it shares), every
 component and window runs as the unprivileged user while the caller (root on CI) reaches
 the user's sockets by absolute path. It starts:
 
@@ -49,20 +49,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from backscroll.desktop import (
-    DBUS,
+from capture.gnome import ScreenCast
+from headless._user import UserDesktop, WaylandWindow, prepared
+from headless.bus import DBUS, ask
+from headless.processes import (
     INHERITED,
     MARKER,
     START_TIMEOUT_S,
     TERMINAL_FONT,
-    ask,
+    DesktopError,
     marked_processes,
     wait_for,
 )
-from backscroll.desktop import missing_packages as desktop_packages_missing
-from backscroll.wayland_desktop import UserDesktop, WaylandWindow, prepared
-from base.errors import DesktopError
-from capture.gnome import ScreenCast
+from headless.processes import missing_packages as packages_missing
 
 if TYPE_CHECKING:
     from dbus_fast.aio import MessageBus
@@ -142,7 +141,7 @@ T = TypeVar("T")
 
 def missing_packages() -> list[str]:
     """The Debian packages to install before a GNOME desktop can start (empty when none)."""
-    missing = desktop_packages_missing(PACKAGES)
+    missing = packages_missing(PACKAGES)
     missing += [package for pattern, package in _LIBRARIES if not glob.glob(pattern)]
     return sorted(set(missing))
 

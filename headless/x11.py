@@ -37,32 +37,36 @@ tests/desktop.py adds a gnome-keyring on the same bus and the tests' session fix
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import secrets
 import select
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import Any, TypeVar, overload
 
-from base.errors import DesktopError
-
-if TYPE_CHECKING:
-    from dbus_fast.aio import MessageBus
+from headless.bus import accessibility_enabled, call, name_has_owner
+from headless.processes import (
+    FOLDER_PREFIX,
+    INHERITED,
+    MARKER,
+    PIPE_HOLDS,
+    START_TIMEOUT_S,
+    TERMINAL_FONT,
+    DesktopError,
+    stop_group,
+    sweep,
+    sweep_orphans,
+)
+from headless.processes import missing_packages as packages_missing
 
 WIDTH, HEIGHT = 1920, 1080
-# Generous: a loaded CI machine can take a few seconds to start Xvfb or a GTK app.
-START_TIMEOUT_S = 20.0
-STOP_TIMEOUT_S = 3.0
-MARKER = "BACKSCROLL_HEADLESS_DESKTOP"
-FOLDER_PREFIX = "backscroll-desktop-"
+
 
 # binary → the Debian package that installs it.
 PACKAGES = {
@@ -98,16 +102,6 @@ FIREFOX_PREFS = (
     '"browser.safebrowsing.update.enabled", false',
 )
 
-# What a pipe holds unread, with room to spare (Linux: 64 KiB), so a write never blocks.
-PIPE_HOLDS = 32 << 10
-
-# The xterms' font (Xft): the signature and OCR figures were measured with it.
-TERMINAL_FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf")
-
-# Only the marker and the variables below reach the desktop's programs from the caller's
-# environment: a developer's real session (its bus, its keyring, its Wayland socket) must
-# be unreachable from a test.
-INHERITED = ("PATH", "LANG", "LC_ALL", "TZ", "TERM", "PYTHONPATH", "VIRTUAL_ENV", "CI")
 
 # No <servicedir>: with the system's service files the first call to a well-known name
 # would auto-start the real daemon (a second gnome-keyring, dconf, gvfs) behind the test's
@@ -128,34 +122,9 @@ _BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Confi
 """
 
 
-T = TypeVar("T")
-
-
-def wait_for(check: Callable[[], T], what: str, timeout: float = 20.0) -> T:
-    """Poll ``check`` until it returns something truthy, and return that; a desktop's
-    components answer in their own time. Raises TimeoutError naming ``what``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise TimeoutError(f"timed out waiting for {what}")
-
-
-def missing_packages(packages: Mapping[str, str] = PACKAGES) -> list[str]:
-    """The Debian packages to install before a desktop of ``packages`` (binary: package) can
-    start (empty when none)."""
-    missing = [package for binary, package in packages.items() if not _found(binary)]
-    if not TERMINAL_FONT.exists():
-        missing.append("fonts-dejavu-core")
-    return sorted(set(missing))
-
-
-def _found(binary: str) -> bool:
-    if os.path.isabs(binary):
-        return os.access(binary, os.X_OK)
-    return shutil.which(binary) is not None
+def missing_packages() -> list[str]:
+    """The Debian packages to install before an X11 desktop can start (empty when none)."""
+    return packages_missing(PACKAGES)
 
 
 def require(binary: str) -> str:
@@ -211,6 +180,12 @@ class Desktop:
     bus_address: str = ""
     components: list[_Component] = field(default_factory=list)
     windows: list[Window] = field(default_factory=list)
+
+    @property
+    def daemon_env(self) -> dict[str, str]:
+        """The environment of a daemon that records this desktop, as the sway and GNOME
+        desktops give theirs: its display and session bus."""
+        return self.env
 
     # ----------------------------------------------------------------- programs
 
@@ -345,7 +320,7 @@ class Desktop:
     def close(self, *windows: Window) -> None:
         """Close ``windows`` (every window this desktop opened, when none is given)."""
         for window in list(windows or self.windows):
-            _stop_group(window.process)
+            stop_group(window.process)
             if window.feed is not None:
                 os.close(window.feed)
                 window.feed = None
@@ -366,7 +341,7 @@ class Desktop:
     def stop_window_manager(self) -> None:
         """Stop openbox (for tests of a session without a window manager)."""
         for component in [c for c in self.components if c.name == "openbox"]:
-            _stop_group(component.process)
+            stop_group(component.process)
             self.components.remove(component)
 
     def set_monitors(self, *rects: tuple[int, int, int, int]) -> None:
@@ -550,7 +525,7 @@ class Desktop:
         launcher_path = require("/usr/libexec/at-spi-bus-launcher")
         launcher = self._spawn("at-spi-bus-launcher", [launcher_path, "--launch-immediately"])
         self._wait(
-            lambda: _name_has_owner(self.bus_address, "org.a11y.Bus"),
+            lambda: name_has_owner(self.bus_address, "org.a11y.Bus"),
             "owning org.a11y.Bus",
             launcher,
         )
@@ -558,7 +533,7 @@ class Desktop:
         # Waking the registry now (it is D-Bus-activated on the accessibility bus) makes a
         # broken AT-SPI install fail here, with the launcher's log, not in a test.
         try:
-            _call(
+            call(
                 a11y_address,
                 "org.a11y.atspi.Registry",
                 "/org/a11y/atspi/accessible/root",
@@ -575,10 +550,10 @@ class Desktop:
         for window in list(self.windows):
             self.close(window)
         for component in reversed(self.components):
-            _stop_group(component.process)
+            stop_group(component.process)
         self.components.clear()
         try:
-            _sweep(self.token)
+            sweep(self.token)
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -637,7 +612,7 @@ def headless_desktop(
 def _running(factory: type[D], size: tuple[int, int]) -> Iterator[D]:
     for binary in PACKAGES:
         require(binary)
-    _sweep_orphans()
+    sweep_orphans()
     token = f"{os.getpid()}-{secrets.token_hex(8)}"
     root = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
     for folder in ("logs", "home", "run", "config", "cache", "data"):
@@ -674,79 +649,6 @@ def _running(factory: type[D], size: tuple[int, int]) -> Iterator[D]:
         desk.stop()
 
 
-# ------------------------------------------------------------------ processes
-
-
-def _stop_group(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the process's whole group, then SIGKILL what is left after a grace period."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=STOP_TIMEOUT_S)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=STOP_TIMEOUT_S)
-
-
-def _markers() -> Iterator[tuple[int, str]]:
-    """(pid, marker value) of every live process started by some test desktop."""
-    prefix = f"{MARKER}=".encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            for variable in (entry / "environ").read_bytes().split(b"\0"):
-                if variable.startswith(prefix):
-                    state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                    if state != "Z":
-                        yield int(entry.name), variable[len(prefix) :].decode()
-                    break
-        except OSError:
-            continue
-
-
-def marked_processes(token: str) -> list[int]:
-    """Pids of live processes whose environment carries this desktop's marker."""
-    return [pid for pid, value in _markers() if value == token]
-
-
-def processes_of(owner_pid: int) -> list[int]:
-    """Pids of live processes of any desktop that the process ``owner_pid`` started."""
-    return [pid for pid, value in _markers() if value.split("-", 1)[0] == str(owner_pid)]
-
-
-def _sweep_orphans() -> None:
-    """Remove what desktops of test runs that died (SIGKILL, a CI timeout) left behind.
-
-    Markers are "<owner pid>-<random>" and folders "backscroll-desktop-<owner pid>-…"; an
-    owner that no longer exists cannot clean up after itself.
-    """
-
-    def dead(owner: str) -> bool:
-        return owner.isdigit() and not Path(f"/proc/{owner}").exists()
-
-    for pid, value in _markers():
-        if dead(value.split("-", 1)[0]):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-    for folder in Path(tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*-*"):
-        if dead(folder.name[len(FOLDER_PREFIX) :].split("-", 1)[0]):
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-def _sweep(token: str) -> None:
-    """Kill what the components spawned outside their process groups."""
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    while pids := marked_processes(token):
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        if time.monotonic() > deadline:
-            raise DesktopError(f"processes of the test desktop survived SIGKILL: {pids}")
-        time.sleep(0.02)
-
-
 def _mss(display: str) -> Any:
     import mss
 
@@ -779,69 +681,3 @@ def _set_monitor_request() -> Any:
         )
 
     return SetMonitor
-
-
-# ---------------------------------------------------------------------- D-Bus
-
-
-def _variant(signature: str, value: Any) -> Any:
-    from dbus_fast import Variant
-
-    return Variant(signature, value)
-
-
-# The bus itself: destination, path and interface of its own methods.
-DBUS = ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")
-
-
-def _call(address: str, *message: Any, timeout: float = 5.0) -> list[Any]:
-    """One blocking D-Bus method call on the bus at ``address`` (``message``: ``ask``'s
-    arguments after the bus); its reply body."""
-    from dbus_fast.aio import MessageBus
-
-    async def call() -> list[Any]:
-        bus = await MessageBus(bus_address=address).connect()
-        try:
-            return await ask(bus, *message)
-        finally:
-            bus.disconnect()
-
-    return asyncio.run(asyncio.wait_for(call(), timeout))
-
-
-async def ask(
-    bus: MessageBus,
-    destination: str,
-    path: str,
-    interface: str,
-    member: str,
-    signature: str = "",
-    body: Sequence[Any] = (),
-) -> list[Any]:
-    """One D-Bus method call on the connected ``bus``; its reply body."""
-    from capture.ax import CallError, call
-
-    try:
-        return await call(bus, destination, path, interface, member, signature, body)
-    except CallError as exc:
-        raise DesktopError(f"{destination} {member}: {exc.name}") from None
-
-
-def accessibility_enabled(bus_address: str) -> str:
-    """Set org.a11y.Status.IsEnabled on the session bus at ``bus_address`` (toolkits that
-    ask, Qt and Chromium, only publish their tree when it is true); the address of the
-    accessibility bus."""
-    _call(
-        bus_address,
-        "org.a11y.Bus",
-        "/org/a11y/bus",
-        "org.freedesktop.DBus.Properties",
-        "Set",
-        "ssv",
-        ["org.a11y.Status", "IsEnabled", _variant("b", True)],
-    )
-    return str(_call(bus_address, "org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus", "GetAddress")[0])
-
-
-def _name_has_owner(address: str, name: str) -> bool:
-    return bool(_call(address, *DBUS, "NameHasOwner", "s", [name])[0])
