@@ -1,8 +1,8 @@
 """The one exception tree of Backscroll.
 
     BackscrollError                  every error a user or agent may see; one clear line
-    ├── UsageError                   bad input: a time phrase, a query, a config value, an id
-    │   ├── PhraseError              a time phrase that is not one of the accepted forms
+    ├── UsageError                   bad input: a time expression, a query, a config value, an id
+    │   ├── TimeExpressionError              a time expression that is not one of the accepted forms
     │   ├── QueryError               a malformed search query
     │   └── ConfigError              an invalid config key or value
     ├── NotFoundError                a frame id or file that does not exist
@@ -33,7 +33,7 @@ class UsageError(BackscrollError):
     pass
 
 
-class PhraseError(UsageError):
+class TimeExpressionError(UsageError):
     pass
 
 

@@ -1,7 +1,7 @@
-"""Recall: search, timeline and get over the views, time phrases, and the spec's renderings.
+"""Recall: search, timeline and get over the views, time expressions, and the spec's renderings.
 
 Queries read the views as other processes committed them; they never write and never know
-how the projector builds them. Public API (imported lazily, so parsing a time phrase does not
+how the projector builds them. Public API (imported lazily, so parsing a time expression does not
 load the search)::
 
     from query import Searcher, TimeSpan, ViewReader, parse_when

@@ -1,6 +1,6 @@
-"""Time phrases: turn ``yesterday afternoon`` or ``2h`` into a half-open window.
+"""Time expressions: turn ``yesterday afternoon`` or ``2h`` into a half-open span.
 
-Every window is ``[start, end)``, timezone-aware, in the zone of ``now``:
+Every span is ``[start, end)``, timezone-aware, in the zone of ``now``:
 
     2h, 45 min, 3d, 1 week        the last N units, ending now
     today, yesterday              that whole local day
@@ -31,7 +31,7 @@ from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from typing import Literal, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from base.errors import PhraseError
+from base.errors import TimeExpressionError
 
 __all__ = ["ACCEPTED_FORMS", "parse_when", "resolve_span"]
 
@@ -42,7 +42,7 @@ ACCEPTED_FORMS = (
 )
 
 _Kind = Literal["period", "duration", "point", "minute"]
-"""A minute is a datetime: ``parse_when`` gives the minute it names, a window takes it as the
+"""A minute is a datetime: ``parse_when`` gives the minute it names, a span takes it as the
 point it starts at (``since="2026-09-01 14:30"`` means from then until now)."""
 
 
@@ -83,14 +83,14 @@ _ISO_MINUTE = re.compile(rf"{_DATE}[t ]{_CLOCK} ?(z|[+-]\d{{2}}:?\d{{2}})?")
 
 
 def parse_when(text: str, *, now: datetime | None = None) -> tuple[datetime, datetime]:
-    """The half-open window ``[start, end)`` that ``text`` names, in the zone of ``now``.
+    """The half-open span ``[start, end)`` that ``text`` names, in the zone of ``now``.
 
     ``now`` defaults to the current local time; a naive ``now`` is read as local time.
     Durations end at ``now``; points (``3 days ago``) have ``start == end``.
-    Raises ``PhraseError`` (one line, quoting the input) for anything else.
+    Raises ``TimeExpressionError`` (one line, quoting the input) for anything else.
     """
-    window = _parse(text, _aware(now))
-    return window.start, window.end
+    span = _parse(text, _aware(now))
+    return span.start, span.end
 
 
 def resolve_span(
@@ -108,81 +108,81 @@ def resolve_span(
     - ``until``: the end of a period (``until="yesterday"`` includes all of yesterday);
       the instant of a point or datetime; the start of a duration (``until="2h"`` = until
       2 hours ago).
-    - ``before``: the start of any phrase (``before="7d"`` = older than 7 days).
+    - ``before``: the start of any expression (``before="7d"`` = older than 7 days).
     - Given together, ``since`` sets the start and ``until``/``before`` the end; with both
-      ``until`` and ``before`` the earlier bound wins, so the window satisfies both.
-    Returns ``(None, None)`` when nothing is given; raises ``PhraseError`` when the start
-    falls at or after the end, since such a window can only be a mistake.
+      ``until`` and ``before`` the earlier bound wins, so the span satisfies both.
+    Returns ``(None, None)`` when nothing is given; raises ``TimeExpressionError`` when the start
+    falls at or after the end, since such a span can only be a mistake.
     """
     if since is None and until is None and before is None:
         return None, None
-    moment = _aware(now)  # one clock reading, so every phrase agrees on "today"
+    moment = _aware(now)  # one clock reading, so every expression agrees on "today"
     start: datetime | None = None
     end: datetime | None = None
     end_by = ""  # which argument set the end, for the error message
     if since is not None:
-        window = _parse(since, moment)
-        start = window.start
-        if window.kind == "period" and until is None and before is None:
-            end = window.end
+        span = _parse(since, moment)
+        start = span.start
+        if span.kind == "period" and until is None and before is None:
+            end = span.end
     if until is not None:
-        window = _parse(until, moment)
-        end = window.end if window.kind == "period" else window.start
+        span = _parse(until, moment)
+        end = span.end if span.kind == "period" else span.start
         end_by = f"until {_quote(until)}"
     if before is not None:
         bound = _parse(before, moment).start
         if end is None or _instant(bound) < _instant(end):
             end, end_by = bound, f"before {_quote(before)}"
     if start is not None and end is not None and _instant(start) >= _instant(end):
-        raise PhraseError(
-            f"empty window: since {_quote(since or '')} starts at or after {end_by} ends"
+        raise TimeExpressionError(
+            f"empty time span: since {_quote(since or '')} starts at or after {end_by} ends"
         )
     return start, end
 
 
 def _parse(text: str, now: datetime) -> _Span:
-    phrase = " ".join(text.lower().split())
+    words = " ".join(text.lower().split())
     try:
-        window = _match(phrase, now)
+        span = _match(words, now)
     except (OverflowError, ValueError) as error:
         # Impossible dates (2014-02-30) and spans outside datetime's years 1–9999.
         reason = f"is not a valid date or time ({error})"
-        raise PhraseError(f"{_quote(text)} {reason}; {_forms()}") from None
-    if window is None:
-        raise PhraseError(f"{_quote(text)} is not a time phrase; {_forms()}")
-    return window
+        raise TimeExpressionError(f"{_quote(text)} {reason}; {_forms()}") from None
+    if span is None:
+        raise TimeExpressionError(f"{_quote(text)} is not a time expression; {_forms()}")
+    return span
 
 
-def _match(phrase: str, now: datetime) -> _Span | None:
+def _match(words: str, now: datetime) -> _Span | None:
     tz = _zone(now)
     today = now.date()
-    if m := _DURATION.fullmatch(phrase):
+    if m := _DURATION.fullmatch(words):
         return _Span(_back(now, int(m[1]), _UNITS[m[2]]), now, "duration")
-    if m := _AGO.fullmatch(phrase):
+    if m := _AGO.fullmatch(words):
         count = int(m[1]) if m[1].isdigit() else 1
         point = _back(now, count, _UNITS[m[2]])
         return _Span(point, point, "point")
-    if phrase == "last night":
-        return _day_window(today - timedelta(days=1), "night", tz)
-    if m := _DAY.fullmatch(phrase):
+    if words == "last night":
+        return _day_span(today - timedelta(days=1), "night", tz)
+    if m := _DAY.fullmatch(words):
         day, part = m[1], m[2]
         if day == "this" and part is None:
             return None  # "this" needs a part: "this morning"
-        return _day_window(_named_day(day, today), part, tz)
-    if phrase in ("this week", "last week"):
+        return _day_span(_named_day(day, today), part, tz)
+    if words in ("this week", "last week"):
         monday = today - timedelta(days=today.weekday())
-        if phrase == "last week":
+        if words == "last week":
             monday -= timedelta(weeks=1)
         return _Span(_midnight(monday, tz), _midnight(monday + timedelta(weeks=1), tz), "period")
-    if phrase in ("this month", "last month"):
+    if words in ("this month", "last month"):
         first = today.replace(day=1)
-        if phrase == "last month":
+        if words == "last month":
             first = (first - timedelta(days=1)).replace(day=1)
         following = (first + timedelta(days=31)).replace(day=1)
         return _Span(_midnight(first, tz), _midnight(following, tz), "period")
-    if m := _ISO_DATE.fullmatch(phrase):
-        return _day_window(date(int(m[1]), int(m[2]), int(m[3])), None, tz)
-    if m := _ISO_MINUTE.fullmatch(phrase):
+    if m := _ISO_DATE.fullmatch(words):
+        return _day_span(date(int(m[1]), int(m[2]), int(m[3])), None, tz)
+    if m := _ISO_MINUTE.fullmatch(words):
         return _minute_window(m, tz)
     return None
 
@@ -197,7 +197,7 @@ def _named_day(day: str, today: date) -> date:
     return today - timedelta(days=(today.weekday() - weekday - 1) % 7 + 1)
 
 
-def _day_window(day: date, part: str | None, tz: tzinfo) -> _Span:
+def _day_span(day: date, part: str | None, tz: tzinfo) -> _Span:
     first, last = _PARTS[part] if part else (0, 24)
     return _Span(_wall(day, first, 0, tz), _wall(day, last, 0, tz), "period")
 

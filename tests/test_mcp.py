@@ -139,7 +139,7 @@ def test_bad_arguments_and_bad_ids_are_one_line_errors(home: Path) -> None:
     assert "no frame #424242" in one_line_error(
         run(call(server, "memory", {"action": "show", "id": 424242}))
     )
-    assert "not a time phrase" in one_line_error(
+    assert "not a time expression" in one_line_error(
         run(call(server, "memory", {"action": "timeline", "since": "whenever"}))
     )
     wrong = one_line_error(run(call(server, "memory", {"action": "dance", "limit": "many"})))
@@ -221,7 +221,7 @@ def test_text_that_looks_like_json_is_taken_as_text(home: Path) -> None:
     done = run(call(server, "memory_manage", arguments))
     assert text(done).startswith("Deleted 0 frame(s)") and "app~'null'" in text(done)
     paused = run(call(server, "memory_manage", {"action": "pause", "duration": "null"}))
-    assert "not a time phrase" in one_line_error(paused)
+    assert "not a time expression" in one_line_error(paused)
     status = run(call(server, "screen_memory_status", {})).structured_content
     assert status and status["frames"] == 7 and status["capture"] == "active"
 
@@ -341,7 +341,7 @@ def test_a_bad_export_is_reported_without_asking(home: Path, tmp_path: Path) -> 
     arguments = {"action": "export", "path": str(tmp_path / "x"), "since": "someday"}
     server = build_server(home, allow_manage=True)
     result = run(call(server, "memory_manage", arguments, elicitation_callback=elicit))
-    assert "not a time phrase" in one_line_error(result) and asked == []
+    assert "not a time expression" in one_line_error(result) and asked == []
 
 
 # -- a real stdio subprocess --------------------------------------------------------------------

@@ -145,7 +145,7 @@ def test_status_reports_capture_frames_and_encryption(frames: None) -> None:
 @pytest.mark.parametrize(
     ("params", "needle"),
     [
-        (Read(action="search", query="error", since="next blue moon"), "not a time phrase"),
+        (Read(action="search", query="error", since="next blue moon"), "not a time expression"),
         (Read(action="search"), "needs a query"),
         (Read(action="search", query="error", limit=0), "limit"),
         (Read(action="show"), "needs an id"),
@@ -192,7 +192,7 @@ def test_a_timeline_may_be_longer_than_a_search(frames: None) -> None:
 
 def test_an_error_quoting_line_breaks_stays_one_line(frames: None) -> None:
     r = run(MemoryTool().execute(None, Read(action="timeline", since="one\ntwo\u2028\x00")))
-    assert one_line_error(r).startswith("'one\\ntwo\\u2028\\x00' is not a time phrase")
+    assert one_line_error(r).startswith("'one\\ntwo\\u2028\\x00' is not a time expression")
     assert r.metadata["error"] == r.output
 
 
@@ -208,7 +208,7 @@ def test_pause_and_resume_change_capture_state() -> None:
     run(manage.execute(None, Manage(action="resume")))
     status = run(MemoryTool().execute(None, Read(action="status")))
     assert status.metadata["capture"] == "active"
-    assert "not a time phrase" in one_line_error(
+    assert "not a time expression" in one_line_error(
         run(manage.execute(None, Manage(action="pause", duration="a while")))
     )
 
@@ -354,5 +354,5 @@ def test_a_bad_export_is_reported_before_anyone_is_asked(frames: None, tmp_path:
     not_empty = Manage(action="export", path=str(full))
     assert "not empty" in one_line_error(run(manage.execute(approver, not_empty)))
     bad_phrase = Manage(action="export", path=str(tmp_path / "y"), since="someday")
-    assert "time phrase" in one_line_error(run(manage.execute(approver, bad_phrase)))
+    assert "time expression" in one_line_error(run(manage.execute(approver, bad_phrase)))
     assert approver.asked == [] and sorted(p.name for p in full.iterdir()) == ["keep.txt"]

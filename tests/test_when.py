@@ -1,4 +1,4 @@
-"""Time phrases: the peer-derived data set, DST, spelling, errors, properties, windows."""
+"""Time expressions: the peer-derived data set, DST, spelling, errors, properties, windows."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from base.errors import PhraseError
+from base.errors import TimeExpressionError
 from query.when import ACCEPTED_FORMS, parse_when, resolve_span
 
 DATA = Path(__file__).resolve().parent / "data" / "timephrases.jsonl"  # see data/PROVENANCE.md
@@ -38,7 +38,7 @@ def hours(start: datetime, end: datetime) -> float:
 def row_passes(row: dict[str, Any]) -> bool:
     ref = datetime.fromisoformat(row["ref"])
     if row.get("expect") == "error":
-        with pytest.raises(PhraseError):
+        with pytest.raises(TimeExpressionError):
             parse_when(row["phrase"], now=ref)
         return True
     start, end = parse_when(row["phrase"], now=ref)
@@ -58,10 +58,10 @@ def test_core_row_gives_the_expected_window_in_the_reference_offset(row: dict[st
 
 def test_extended_rows_are_scored_and_none_crashes(capsys: pytest.CaptureFixture[str]) -> None:
     # Extended rows go beyond the spec's table, so only their score is reported; the one
-    # guarantee is that each gives a window or a PhraseError, never another exception.
+    # guarantee is that each gives a window or a TimeExpressionError, never another exception.
     passed = 0
     for row in EXTENDED:
-        with contextlib.suppress(PhraseError):
+        with contextlib.suppress(TimeExpressionError):
             passed += row_passes(row)
     with capsys.disabled():
         print(f"\ntimephrases extended: {passed}/{len(EXTENDED)} pass")
@@ -200,7 +200,7 @@ def test_a_weekday_is_the_most_recent_one_strictly_before_today() -> None:
     ],
 )
 def test_a_bad_phrase_raises_one_line_that_quotes_it_and_lists_the_forms(text: str) -> None:
-    with pytest.raises(PhraseError) as caught:
+    with pytest.raises(TimeExpressionError) as caught:
         parse_when(text, now=NOW)
     message = str(caught.value)
     assert "\n" not in message
@@ -209,7 +209,7 @@ def test_a_bad_phrase_raises_one_line_that_quotes_it_and_lists_the_forms(text: s
 
 
 def test_a_very_long_bad_phrase_is_cut_in_the_message() -> None:
-    with pytest.raises(PhraseError) as caught:
+    with pytest.raises(TimeExpressionError) as caught:
         parse_when("x" * 5000, now=NOW)
     assert len(str(caught.value)) < 400
 
@@ -344,7 +344,7 @@ def test_with_until_and_before_the_earlier_bound_wins() -> None:
 
 
 def test_a_window_that_starts_after_it_ends_is_refused_in_one_line() -> None:
-    with pytest.raises(PhraseError) as caught:
+    with pytest.raises(TimeExpressionError) as caught:
         resolve_span(since="today", until="3 days ago", now=NOW)
     assert "\n" not in str(caught.value)
     assert "'today'" in str(caught.value) and "'3 days ago'" in str(caught.value)
@@ -352,5 +352,5 @@ def test_a_window_that_starts_after_it_ends_is_refused_in_one_line() -> None:
 
 @pytest.mark.parametrize("field", ["since", "until", "before"])
 def test_a_bad_phrase_in_any_bound_raises_phrase_error(field: str) -> None:
-    with pytest.raises(PhraseError, match="accepted forms"):
+    with pytest.raises(TimeExpressionError, match="accepted forms"):
         resolve_span(**{field: "the other day"}, now=NOW)

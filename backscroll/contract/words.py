@@ -13,8 +13,8 @@ MAX_EXPORT = 100_000_000
 """Exported frames at most: far beyond a store's frames (a year of capture is ~1M)."""
 
 # The descriptions every surface shows: the CLI's help and the MCP schemas read these.
-SINCE = "Start of the window. Time phrase: 2h, yesterday, tuesday, last week, 2026-09-01, …"
-UNTIL = "End of the window (same forms as since)."
+SINCE = "Start of the time span. Time expression: 2h, yesterday, tuesday, last week, 2026-09-01, …"
+UNTIL = "End of the time span (same forms as since)."
 BEFORE = "Everything before this (same forms as since)."
 APP = "Only frames whose app name, window title or page address contains this."
 QUERY = (
