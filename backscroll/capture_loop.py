@@ -104,20 +104,27 @@ class CaptureLoop:
 
     def work(self) -> None:
         """The worker thread: take and record each scheduled frame until the stop event."""
-        while not self.stop_event.is_set():
-            with self._wake:
-                while self._pending is None and not self.stop_event.is_set():
-                    self._wake.wait(1.0)
-                if self._pending is None or self.stop_event.is_set():
-                    return
-                reason, front, config = self._pending
-                self._pending = None
-                self._busy = True
-            try:
-                self.outcome = self.frame(reason, front, config)
-                log.info("capture (%s): %s", reason, self.outcome)
-            finally:
-                self._busy = False
+        try:
+            while (due := self._next()) is not None:
+                reason, front, config = due
+                try:
+                    self.outcome = self.frame(reason, front, config)
+                    log.info("capture (%s): %s", reason, self.outcome)
+                finally:
+                    self._busy = False
+        finally:
+            self.camera.close_thread()
+
+    def _next(self) -> tuple[CaptureReason, Frontmost, Config] | None:
+        """The frame scheduled next, once there is one; None once the daemon stops."""
+        with self._wake:
+            while self._pending is None and not self.stop_event.is_set():
+                self._wake.wait(1.0)
+            if self._pending is None or self.stop_event.is_set():
+                return None
+            due, self._pending = self._pending, None
+            self._busy = True
+            return due
 
     def wake(self) -> None:
         """Have the worker look at the stop event now."""

@@ -30,8 +30,12 @@ write of the same size to the same disk. Target: median <= 15 ms.
 
 The code before (``--before REV``, default BEFORE: the commit before a frame was taken in
 one call; "none" skips it) is checked out into a temporary ``git worktree`` and its own
-frame benchmark run there, in a fresh process on the same desktop, in the same run: its
-rows, then both frames' p50 beside their bare grabs and the ratio of the two.
+frame benchmark run there, in a fresh process on the same desktop, in the same run. The
+machine is shared and its load moves within a run (one run's p50 was twice another's), so
+the two alternate, before-now-now-before, ... (``--pairs`` 4: eight runs of
+``--frame-rounds`` frames a config): the first run of each is printed whole, then every
+run's default frame (wall p50, its thread's CPU p50, the bare grab p50) and the ratios of
+the medians now / before.
 
 Writes the report to ``bench/results/capture.txt`` with the machine it ran on; this
 machine is shared, so the load average is recorded before and after.
@@ -42,11 +46,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import itertools
 import json
 import os
 import platform
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -74,6 +80,7 @@ RESULTS = REPO / "bench" / "results" / "capture.txt"
 BEFORE = "1a8df0e"  # the daemon that drove each step of a frame itself (backscroll/grabs.py)
 DEFAULT_FRAME = "frame, thumb encrypted (default)"
 BARE_GRAB = "baseline: a bare grab, same spacing"
+FRAME_CPU = "  its CPU time in its thread"  # the first: the default frame's
 
 LOG_LINES = [
     f"2026-09-01 16:42:{n:02d} ERROR request {n} failed: connect ECONNREFUSED 127.0.0.1:5432"
@@ -141,8 +148,10 @@ def tree() -> str:
     )
 
 
-def bench(rounds: int, ocr_rounds: int, frame_rounds: int, before: str) -> list[str]:
-    lines = [*machine(), tree(), "", "$ .venv/bin/python -m bench.capture", ""]
+def bench(
+    rounds: int, ocr_rounds: int, frame_rounds: int, before: str, pairs: int, command: str
+) -> list[str]:
+    lines = [*machine(), tree(), "", f"$ .venv/bin/python -m bench.capture {command}".rstrip(), ""]
     header = f"{'step (ms)':40s} {'count':>6s} {'p50':>9s} {'p90':>9s} {'p99':>9s} {'max':>9s}"
     lines.append(header)
     with headless_desktop() as desk:
@@ -203,15 +212,21 @@ def bench(rounds: int, ocr_rounds: int, frame_rounds: int, before: str) -> list[
 
             lines += ["", "a frame without OCR, zenity in front (AX text), target p50 <= 15 ms", ""]
             lines.append(header)
-            now = frame_rows_in_child(desk, frame_rounds)
-            lines += now
-            if before != "none":
+            if before == "none":
+                lines += frame_rows_in_child(desk, frame_rounds)
+            else:
+                nows, thens = [], []
                 with checkout(before) as code:
-                    then = frame_rows_in_child(desk, frame_rounds, code=code)
+                    for n in range(pairs * 2):
+                        if n % 4 in (0, 3):
+                            thens.append(frame_rows_in_child(desk, frame_rounds, code=code))
+                        else:
+                            nows.append(frame_rows_in_child(desk, frame_rounds))
+                lines += nows[0]
                 lines += ["", f"the same, the code before ({before}), in its own worktree", ""]
                 lines.append(header)
-                lines += then
-                lines += ["", *before_and_after(before, then, now)]
+                lines += thens[0]
+                lines += ["", *before_and_after(before, thens, nows)]
             lines += ["", "baseline: the default frame with glibc's allocator defaults (before"]
             lines += ["the daemon kept freed memory: every grab's buffers on fresh pages)", ""]
             lines.append(header)
@@ -423,25 +438,41 @@ def frame_rows_in_child(
     return lines
 
 
-def before_and_after(rev: str, then: list[str], now: list[str]) -> list[str]:
-    """Both default frames' p50 beside their bare grabs, and the ratio now / before."""
+def before_and_after(rev: str, thens: list[list[str]], nows: list[list[str]]) -> list[str]:
+    """Each run's default frame (wall and CPU p50) beside its bare grab, in the order run,
+    and the ratios of the medians now / before."""
 
     def p50(lines: list[str], name: str) -> float:
         found = next(line for line in lines if line.startswith(name))
         return float(found[len(name) :].split()[1])
 
-    frames = (p50(then, DEFAULT_FRAME), p50(now, DEFAULT_FRAME))
-    grabs = (p50(then, BARE_GRAB), p50(now, BARE_GRAB))
+    def figures(lines: list[str]) -> tuple[float, float, float]:
+        return p50(lines, DEFAULT_FRAME), p50(lines, FRAME_CPU), p50(lines, BARE_GRAB)
+
     rows = [
-        "a frame without OCR, default config: the code before and now, same desktop, same run",
+        "a frame without OCR, default config: the code before and now, alternating, same",
+        "desktop, same run (p50 ms of each run; CPU: the frame's own thread)",
         "",
-        f"{'':24s} {'frame p50 ms':>12s} {'bare grab p50':>14s} {'frame / grab':>13s}",
+        f"{'run':24s} {'frame':>8s} {'CPU':>8s} {'bare grab':>10s} {'frame / grab':>13s}",
     ]
-    for label, frame, grab in zip((f"before ({rev})", "now"), frames, grabs, strict=True):
-        rows.append(f"{label:24s} {frame:12.2f} {grab:14.2f} {frame / grab:13.2f}")
-    ratio = frames[1] / frames[0]
-    relative = (frames[1] / grabs[1]) / (frames[0] / grabs[0])
-    rows.append(f"now / before: {ratio:.2f} (frame); {relative:.2f} (frame / grab)")
+    runs = {"before": [figures(t) for t in thens], "now": [figures(n) for n in nows]}
+    order = iter(["before", "now", "now", "before"] * len(thens))
+    taken = {"before": iter(runs["before"]), "now": iter(runs["now"])}
+    for name in itertools.islice(order, len(thens) + len(nows)):
+        frame, cpu, grab = next(taken[name])
+        label = f"before ({rev})" if name == "before" else "now"
+        rows.append(f"{label:24s} {frame:8.2f} {cpu:8.2f} {grab:10.2f} {frame / grab:13.2f}")
+    medians = {
+        name: [statistics.median(run[i] for run in found) for i in range(3)]
+        for name, found in runs.items()
+    }
+    then, now = medians["before"], medians["now"]
+    rows += [
+        "",
+        f"medians: before {then[0]:.2f} ms (CPU {then[1]:.2f}), now {now[0]:.2f} ms (CPU "
+        f"{now[1]:.2f}); now / before: frame {now[0] / then[0]:.2f}, CPU {now[1] / then[1]:.2f}, "
+        f"frame / grab {(now[0] / now[2]) / (then[0] / then[2]):.2f}",
+    ]
     return rows
 
 
@@ -665,13 +696,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--before", default=BEFORE, help='the git rev measured beside this tree, or "none"'
     )
+    parser.add_argument("--pairs", type=int, default=4, help="before-and-now pairs of runs")
     parser.add_argument("--frame-child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.frame_child:
         rounds, token, variant = args.frame_child
         sys.stdout.write(json.dumps(frame_child(int(rounds), token, variant)))
         return 0
-    lines = bench(args.rounds, args.ocr_rounds, args.frame_rounds, args.before)
+    command = " ".join(sys.argv[1:] if argv is None else argv)
+    lines = bench(args.rounds, args.ocr_rounds, args.frame_rounds, args.before, args.pairs, command)
     report = "\n".join(lines) + "\n"
     sys.stdout.write(report)
     if not args.no_write:

@@ -89,6 +89,11 @@ class Camera:
         self._reader.shutdown()
         self.backends.close()
 
+    def close_thread(self) -> None:
+        """Close the connections the calling thread opened to grab (X connections are one a
+        thread, ``capture.screen``): the thread that took frames calls it as it ends."""
+        screen.close()
+
     def frontmost(self) -> Frontmost | None:
         with self._lock:
             return self.backends.probe.frontmost()

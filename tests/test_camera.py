@@ -1,17 +1,26 @@
-"""``Camera.take``, capture's one call from "this window is in front" to what was seen, on
-the real headless desktop (Xvfb, openbox, AT-SPI, Tesseract)."""
+"""``Camera.take``, capture's one call from "this window is in front" to what was seen, and
+the daemon's capture loop around it, on the real headless desktop (Xvfb, openbox, AT-SPI,
+Tesseract)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from backscroll.capture_loop import CaptureLoop
+from backscroll.desktop import wait_for
+from backscroll.record import Recorder
+from backscroll.store import MemoryStore
+from base.clock import now_us
 from base.config import Config
 from capture.camera import Camera
 from capture.platform import backends
 from capture.probe import Frontmost
 from capture.seen import Seen
+from eventlog.events import FRAME_TYPE, CapturePaused, FrameCaptured
 from tests.desktop import Desktop
 
 pytestmark = pytest.mark.desktop
@@ -97,3 +106,47 @@ def test_a_window_without_accessible_text_is_read_by_ocr(desk: Desktop, camera: 
     seen = camera.take(front, "app_change", Config())
     assert isinstance(seen, Seen) and seen.text_source == "ocr"
     assert "greenhouse" in seen.text
+
+
+@pytest.fixture
+def store(backscroll_home: Path) -> Iterator[MemoryStore]:
+    opened = MemoryStore(backscroll_home, catch_up=False)
+    yield opened
+    opened.close()
+
+
+def test_the_capture_loop_schedules_the_window_in_front_and_its_worker_records_it(
+    desk: Desktop, camera: Camera, store: MemoryStore
+) -> None:
+    notes = desk.open_zenity_text(PROSE, "Garden notes")
+    in_front(desk, camera, notes.window_id)
+    stop = threading.Event()
+    loop = CaptureLoop(store, camera, Recorder(store), stop, 0.1)
+    worker = threading.Thread(target=loop.work, name="capture-worker")
+    worker.start()
+    try:
+        loop.tick(store.config)
+        wait_for(lambda: loop.outcome == "captured", "the frame taken and recorded")
+        loop.tick(store.config)
+        assert loop.outcome == "unchanged"
+    finally:
+        stop.set()
+        loop.wake()
+        worker.join(30)
+    assert not worker.is_alive()
+    stored = [e for _, e in store.log.read(types={FRAME_TYPE}) if isinstance(e, FrameCaptured)]
+    assert [frame.title for frame in stored] == ["Garden notes"]
+
+
+def test_the_capture_loop_takes_nothing_while_paused_or_of_a_denied_window(
+    desk: Desktop, camera: Camera, store: MemoryStore
+) -> None:
+    vault = desk.open_xterm(["vaultsecretword"], "KeePassXC - vault", columns=60)
+    in_front(desk, camera, vault.window_id)
+    loop = CaptureLoop(store, camera, Recorder(store), threading.Event(), 0.1)
+    loop.tick(store.config)
+    assert loop.outcome == "denied"
+    store.append(CapturePaused(ts_us=now_us(), origin="cli"))
+    loop.tick(store.config)
+    assert loop.outcome == "paused"
+    assert list(store.log.read(types={FRAME_TYPE})) == []
