@@ -103,11 +103,11 @@ class Daemon:
             self.loop.wake()
             for thread in threads:
                 thread.join(timeout=30)
-            self.camera.close()
             self.hotkey.close()
             self.announcement.follow(config.replace(announce_accessibility=False))
             self.store.log.append(DaemonStopped(ts_us=now_us(), pid=os.getpid(), reason=reason))
             self.heartbeat.remove()
+            self.camera.close()  # last: GNOME's screen cast may take a moment to hang up
             os.close(self._lock_fd)
             log.info("capture daemon stopped (%s)", reason)
 
