@@ -84,8 +84,8 @@ def test_the_projector_thread_makes_recorded_frames_searchable_until_it_is_stopp
     thread = run_in_thread(ProjectorThread(store, lambda: store.config, stop, 0.1))
     try:
         Recorder(store).record(seen(), store.config)
-        wait_for(lambda: store.state().totals().frames == 1, "the frame in the views")
-        assert [hit.app for hit in store.search("invoice")] == ["Zenity"]
+        hits = wait_for(lambda: store.search("invoice"), "the frame in the index")
+        assert [hit.app for hit in hits] == ["Zenity"]
     finally:
         stop.set()
         thread.join(30)
@@ -104,12 +104,13 @@ def test_the_projector_thread_runs_housekeeping_past_the_retention(store: Memory
             lambda: [e for _, e in store.log.read() if isinstance(e, FramesDeleted)],
             "the retention pass",
         )
-        wait_for(lambda: store.state().totals().frames == 1, "the old frame gone")
+        wait_for(lambda: len(frames(store)) == 1, "the old frame purged from the log")
     finally:
         stop.set()
         thread.join(30)
     assert [d.reason for d in deleted] == ["retention"]
     assert [f.text for f in frames(store)] == ["a new screen"]
+    assert store.state().totals().frames == 1
 
 
 def test_the_pause_hotkey_says_why_it_cannot_listen_and_gives_the_thread_hook_back() -> None:
