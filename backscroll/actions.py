@@ -10,11 +10,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from backscroll.record import Seen, record_frame
+from backscroll.record import record_frame
 from backscroll.store import MemoryStore
 from base.clock import now_us
 from base.errors import DiskFullError, UsageError, is_disk_full, is_text
 from base.fs import fsync_dir
+from capture.seen import Seen
 from eventlog.events import (
     MAX_NAME,
     MAX_TEXT,

@@ -1,41 +1,60 @@
-"""Turning what was seen into a ``FrameCaptured`` event: redact, encrypt, write the thumbnail.
+"""Turning what was seen (``capture.Seen``) into a ``FrameCaptured`` event: redact, encrypt,
+write the thumbnail, append. ``Recorder`` does it for the daemon, one frame a batch.
 
-Runs under the log's append lock (inside ``Log.batch``), so the frame id is known before
-anything is encrypted or written: the id is bound into the ciphertexts and names the
-thumbnail file, which is written and fsynced before the event that references it.
+``record_frame`` runs under the log's append lock (inside ``Log.batch``), so the frame id is
+known before anything is encrypted or written: the id is bound into the ciphertexts and names
+the thumbnail file, which is written and fsynced before the event that references it.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from base.clock import now_us
 from base.config import Config
 from base.fs import ensure_dir, write_file
+from capture.seen import Seen
 from eventlog.batch import Batch
 from eventlog.contract import EventLog
-from eventlog.events import FRAME_TYPE, MAX_URL, CaptureReason, FrameCaptured, TextSource
+from eventlog.events import FRAME_TYPE, MAX_URL, FrameCaptured
 
 if TYPE_CHECKING:
     from backscroll.crypto import FrameCrypto
+    from backscroll.store import MemoryStore
 
 
-class Seen(NamedTuple):
-    """One moment on screen, before redaction and encryption."""
+class Recorder:
+    """Appends what the camera saw to the store, and counts this run's frames for the
+    heartbeat (by text source, by reason, and the secrets redacted by kind)."""
 
-    captured_us: int
-    app: str
-    title: str
-    text: str
-    text_source: TextSource
-    reason: CaptureReason
-    pid: int | None = None
-    jpeg: bytes | None = None
-    signature: bytes = b""
-    monitor: tuple[int, int, int, int, int] | None = None
-    url: str = ""
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self.text_sources: dict[str, int] = {}
+        self.reasons: dict[str, int] = {}
+        self.redactions: dict[str, int] = {}
+        self.last_reason: str | None = None
+        self.last_text_source: str | None = None
+
+    def record(self, seen: Seen, config: Config) -> FrameCaptured:
+        """One frame, appended and fsynced with its thumbnail (``OSError``,
+        ``DiskFullError``, ``KeyUnavailableError`` when it cannot be)."""
+        crypto = None
+        if config.encrypt_text or config.encrypt_thumbnails:
+            crypto = self.store.ensure_crypto()
+        with self.store.log.batch() as batch:
+            frame = record_frame(batch, seen, config, crypto, self.store.home)
+        _count(self.text_sources, seen.text_source)
+        _count(self.reasons, seen.reason)
+        for kind, n in frame.redactions.items():
+            _count(self.redactions, kind, n)
+        self.last_reason, self.last_text_source = seen.reason, seen.text_source
+        return frame
+
+
+def _count(counts: dict[str, int], key: str, n: int = 1) -> None:
+    counts[key] = counts.get(key, 0) + n
 
 
 def record_frame(

@@ -13,9 +13,9 @@ For each backend, on its own private desktop (``headless.x11``,
 with a foot or xterm terminal beside it (on GNOME, the zenity window alone: the frame is
 the whole desktop whatever else it shows):
 
-- **a frame without OCR**: the daemon's own ``Daemon._capture`` (grab of the window's
-  monitor, the visible windows for the deny-list black-out, signature, AT-SPI text,
-  thumbnail, encryption, the fsynced append) after the backend's ``probe.frontmost()``,
+- **a frame without OCR**: the daemon's own ``Camera.take`` and ``Recorder.record`` (grab
+  of the window's monitor, the visible windows for the deny-list black-out, signature,
+  AT-SPI text, thumbnail, encryption, the fsynced append) after ``Camera.frontmost()``,
   ``--frames`` times, reason ``app_change`` so that no frame is skipped as a duplicate; the
   bare grab (``backends.screen.grab``) is timed alone beside it;
 - **idle CPU**: ``backscroll start`` on the unchanged screen, its CPU over ``--idle`` seconds
@@ -185,34 +185,36 @@ def rss_growth(
 
 def frame_costs(env: dict[str, str], frames: int) -> tuple[list[float], list[float]]:
     """(whole frames, bare grabs) in ms, in a fresh home with the default config."""
-    from backscroll.daemon import Daemon
+    from backscroll.record import Recorder
+    from backscroll.store import MemoryStore
+    from capture.camera import Camera
     from capture.platform import backends
 
     with tempfile.TemporaryDirectory() as folder:
-        daemon = Daemon(Path(folder) / "home")
-        config = daemon.config()
-        daemon.backends = backends(environ=env)
+        store = MemoryStore(Path(folder) / "home", catch_up=False)
+        config = store.config
+        camera = Camera(backends(environ=env))
+        recorder = Recorder(store)
         try:
             whole, bare = [], []
             for i in range(frames + 2):
                 started = time.perf_counter()
-                front = daemon.backends.probe.frontmost()
+                front = camera.frontmost()
                 assert front is not None, "no focused window"
-                outcome = daemon._capture(config, "app_change", front, time.monotonic())
+                seen = camera.take(front, "app_change", config)
+                assert not isinstance(seen, str), seen
+                recorder.record(seen, config)
                 elapsed = (time.perf_counter() - started) * 1000
-                assert outcome == "captured", outcome
                 started = time.perf_counter()
-                daemon.backends.screen.grab(front.geometry)
+                camera.backends.screen.grab(front.geometry)
                 grab = (time.perf_counter() - started) * 1000
                 if i >= 2:  # the first frames load modules and the key
                     whole.append(elapsed)
                     bare.append(grab)
             return whole, bare
         finally:
-            daemon._reader.shutdown()
-            daemon.backends.close()
-            daemon.store.close()
-            os.close(daemon._lock_fd)
+            camera.close()
+            store.close()
 
 
 # Real prose of a terminal session: 60 distinct words, long and short.
@@ -228,7 +230,7 @@ WORDS = " ".join(_SENTENCES).split()
 
 def ocr_at_scales(desk: Any) -> list[str]:
     """Words found by OCR in one foot window at output scale 1 and 2 (see the docstring)."""
-    from backscroll.grabs import window_region
+    from capture.camera import window_region
     from capture.platform import backends
 
     lines = list(_SENTENCES) * 4

@@ -143,7 +143,7 @@ def ocr_of(desk: Desktop, window_id: int) -> str:
         image, _monitor = grab(front.geometry, display=desk.display)
     finally:
         probe.close()
-    from backscroll.grabs import window_region
+    from capture.camera import window_region
 
     return ocr_text(window_region(image, front.geometry, _monitor))
 

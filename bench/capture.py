@@ -12,9 +12,9 @@ OCR call). When ``tesserocr`` is importable (the ``ocr`` extra installs it) it i
 in this process (``python -m bench.ocr`` times the daemon's OCR engine itself).
 
 Then a whole frame without OCR, end to end, on the zenity window (its text comes from
-AT-SPI, so no OCR runs): ``X11Probe.frontmost()`` and the daemon's own
-``Daemon._capture`` (grab, deny-list black-out check, signature, AX read, thumbnail,
-redaction, encryption, the thumbnail file and the ``FrameCaptured`` append, each
+AT-SPI, so no OCR runs): ``X11Probe.frontmost()``, the daemon's own ``Camera.take`` (grab,
+deny-list black-out check, signature, AX read, thumbnail) and ``Recorder.record``
+(redaction, encryption, the thumbnail file and the ``FrameCaptured`` append, each
 fsynced), in a fresh home with the default config (thumbnails encrypted) and again with
 ``encrypt_text`` on. As the daemon's capture worker takes them: in a fresh process, on a
 thread of its own, frames 0.1 s apart (see FRAME_GAP_S for why this matters). Each step
@@ -28,6 +28,15 @@ alone:
 2 KB of text, redaction, and ``record_frame`` inside ``Log.batch``, beside one fsynced
 write of the same size to the same disk. Target: median <= 15 ms.
 
+The code before (``--before REV``, default BEFORE: the commit before a frame was taken in
+one call; "none" skips it) is checked out into a temporary ``git worktree`` and its own
+frame benchmark run there, in a fresh process on the same desktop, in the same run. The
+machine is shared and its load moves within a run (one run's p50 was twice another's), so
+the two alternate, before-now-now-before, ... (``--pairs`` 4: eight runs of
+``--frame-rounds`` frames a config): the first run of each is printed whole, then every
+run's default frame (wall p50, its thread's CPU p50, the bare grab p50) and the ratios of
+the medians now / before.
+
 Writes the report to ``bench/results/capture.txt`` with the machine it ran on; this
 machine is shared, so the load average is recorded before and after.
 """
@@ -37,11 +46,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import itertools
 import json
 import os
 import platform
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -51,6 +62,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench._checkout import checkout
 from bench._proc import live_cpu_seconds
 from bench._stats import percentile
 
@@ -65,6 +77,10 @@ from headless import Desktop, headless_desktop, marked_processes
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "capture.txt"
+BEFORE = "1a8df0e"  # the daemon that drove each step of a frame itself (backscroll/grabs.py)
+DEFAULT_FRAME = "frame, thumb encrypted (default)"
+BARE_GRAB = "baseline: a bare grab, same spacing"
+FRAME_CPU = "  its CPU time in its thread"  # the first: the default frame's
 
 LOG_LINES = [
     f"2026-09-01 16:42:{n:02d} ERROR request {n} failed: connect ECONNREFUSED 127.0.0.1:5432"
@@ -132,8 +148,10 @@ def tree() -> str:
     )
 
 
-def bench(rounds: int, ocr_rounds: int, frame_rounds: int) -> list[str]:
-    lines = [*machine(), tree(), "", "$ .venv/bin/python -m bench.capture", ""]
+def bench(
+    rounds: int, ocr_rounds: int, frame_rounds: int, before: str, pairs: int, command: str
+) -> list[str]:
+    lines = [*machine(), tree(), "", f"$ .venv/bin/python -m bench.capture {command}".rstrip(), ""]
     header = f"{'step (ms)':40s} {'count':>6s} {'p50':>9s} {'p90':>9s} {'p99':>9s} {'max':>9s}"
     lines.append(header)
     with headless_desktop() as desk:
@@ -194,7 +212,21 @@ def bench(rounds: int, ocr_rounds: int, frame_rounds: int) -> list[str]:
 
             lines += ["", "a frame without OCR, zenity in front (AX text), target p50 <= 15 ms", ""]
             lines.append(header)
-            lines += frame_rows_in_child(desk, frame_rounds)
+            if before == "none":
+                lines += frame_rows_in_child(desk, frame_rounds)
+            else:
+                nows, thens = [], []
+                with checkout(before) as code:
+                    for n in range(pairs * 2):
+                        if n % 4 in (0, 3):
+                            thens.append(frame_rows_in_child(desk, frame_rounds, code=code))
+                        else:
+                            nows.append(frame_rows_in_child(desk, frame_rounds))
+                lines += nows[0]
+                lines += ["", f"the same, the code before ({before}), in its own worktree", ""]
+                lines.append(header)
+                lines += thens[0]
+                lines += ["", *before_and_after(before, thens, nows)]
             lines += ["", "baseline: the default frame with glibc's allocator defaults (before"]
             lines += ["the daemon kept freed memory: every grab's buffers on fresh pages)", ""]
             lines.append(header)
@@ -346,10 +378,17 @@ def faults() -> int:
 
 
 def time_frames(
-    daemon: Any, probe: X11Probe, config: Any, steps: Steps, rounds: int, desk_pids: list[int]
+    camera: Any,
+    recorder: Any,
+    probe: X11Probe,
+    config: Any,
+    steps: Steps,
+    rounds: int,
+    desk_pids: list[int],
 ) -> tuple[list[float], list[float], list[int], list[float]]:
-    """``rounds`` frames of the zenity window through ``Daemon._capture``, FRAME_GAP_S
-    apart: wall ms, this thread's CPU ms, page faults, and the desktop's CPU ms of each."""
+    """``rounds`` frames of the zenity window through ``Camera.take`` and
+    ``Recorder.record``, FRAME_GAP_S apart: wall ms, this thread's CPU ms, page faults, and
+    the desktop's CPU ms of each."""
     totals: list[float] = []
     cpu: list[float] = []
     faulted: list[int] = []
@@ -358,11 +397,14 @@ def time_frames(
         time.sleep(FRAME_GAP_S)
         desk_before, faults_before = live_cpu_seconds(desk_pids), faults()
         start, start_cpu = time.perf_counter(), time.thread_time()
-        seen = probe.frontmost()
+        front = probe.frontmost()
         steps.add("probe.frontmost()", (time.perf_counter() - start) * 1000)
-        outcome = daemon._capture(config, "app_change", seen, time.monotonic())
+        assert front is not None
+        seen = camera.take(front, "app_change", config)
+        assert not isinstance(seen, str) and seen.text_source == "ax", seen
+        recorder.record(seen, config)
         elapsed = (time.perf_counter() - start) * 1000
-        assert outcome == "captured" and daemon.last_text_source == "ax", outcome
+        del seen  # its pixels, freed as the daemon's worker frees them, before the next grab
         if n < 2:  # warm-up
             steps.discard_frame()
             continue
@@ -374,15 +416,18 @@ def time_frames(
     return totals, cpu, faulted, outside
 
 
-def frame_rows_in_child(desk: Desktop, rounds: int, variant: str = "daemon") -> list[str]:
+def frame_rows_in_child(
+    desk: Desktop, rounds: int, variant: str = "daemon", code: Path = REPO
+) -> list[str]:
     """``frame_rows`` in a fresh process, set up as ``Daemon.run`` sets up its own: the
     grabs and images of the steps above leave this process's allocator in a state a daemon
     does not start from. ``variant`` "glibc-defaults" skips the daemon's allocator set-up
-    and times the default config alone: what the page faults cost."""
+    and times the default config alone: what the page faults cost. ``code``: the tree whose
+    bench and code run (another revision's worktree: ``--before``)."""
     done = subprocess.run(
         [sys.executable, "-m", "bench.capture", "--frame-child", str(rounds), desk.token, variant],
-        env={**os.environ, **desk.env},
-        cwd=REPO,
+        env={**os.environ, **desk.env, "PYTHONPATH": str(code)},
+        cwd=code,
         capture_output=True,
         text=True,
         check=False,
@@ -393,11 +438,49 @@ def frame_rows_in_child(desk: Desktop, rounds: int, variant: str = "daemon") -> 
     return lines
 
 
+def before_and_after(rev: str, thens: list[list[str]], nows: list[list[str]]) -> list[str]:
+    """Each run's default frame (wall and CPU p50) beside its bare grab, in the order run,
+    and the ratios of the medians now / before."""
+
+    def p50(lines: list[str], name: str) -> float:
+        found = next(line for line in lines if line.startswith(name))
+        return float(found[len(name) :].split()[1])
+
+    def figures(lines: list[str]) -> tuple[float, float, float]:
+        return p50(lines, DEFAULT_FRAME), p50(lines, FRAME_CPU), p50(lines, BARE_GRAB)
+
+    rows = [
+        "a frame without OCR, default config: the code before and now, alternating, same",
+        "desktop, same run (p50 ms of each run; CPU: the frame's own thread)",
+        "",
+        f"{'run':24s} {'frame':>8s} {'CPU':>8s} {'bare grab':>10s} {'frame / grab':>13s}",
+    ]
+    runs = {"before": [figures(t) for t in thens], "now": [figures(n) for n in nows]}
+    order = iter(["before", "now", "now", "before"] * len(thens))
+    taken = {"before": iter(runs["before"]), "now": iter(runs["now"])}
+    for name in itertools.islice(order, len(thens) + len(nows)):
+        frame, cpu, grab = next(taken[name])
+        label = f"before ({rev})" if name == "before" else "now"
+        rows.append(f"{label:24s} {frame:8.2f} {cpu:8.2f} {grab:10.2f} {frame / grab:13.2f}")
+    medians = {
+        name: [statistics.median(run[i] for run in found) for i in range(3)]
+        for name, found in runs.items()
+    }
+    then, now = medians["before"], medians["now"]
+    rows += [
+        "",
+        f"medians: before {then[0]:.2f} ms (CPU {then[1]:.2f}), now {now[0]:.2f} ms (CPU "
+        f"{now[1]:.2f}); now / before: frame {now[0] / then[0]:.2f}, CPU {now[1] / then[1]:.2f}, "
+        f"frame / grab {(now[0] / now[2]) / (then[0] / then[2]):.2f}",
+    ]
+    return rows
+
+
 def frame_child(rounds: int, token: str, variant: str) -> list[str]:
     """The child's side: the same desktop, found through the environment it was given."""
     from types import SimpleNamespace
 
-    from backscroll.grabs import keep_freed_memory
+    from capture.camera import keep_freed_memory
 
     if variant == "daemon":
         keep_freed_memory()  # the first thing Daemon.run does
@@ -412,12 +495,13 @@ def frame_child(rounds: int, token: str, variant: str) -> list[str]:
 
 def frame_rows(desk: Desktop, probe: X11Probe, rounds: int, variant: str = "daemon") -> list[str]:
     """The daemon's own capture path timed end to end, then its parts (see the docstring)."""
-    import backscroll.daemon
-    import backscroll.grabs
     import backscroll.record
+    import capture.camera
     import capture.redact
     from backscroll.crypto import FrameCrypto
-    from backscroll.daemon import Daemon
+    from backscroll.record import Recorder
+    from backscroll.store import MemoryStore
+    from capture.camera import Camera
     from capture.platform import backends
 
     lines = []
@@ -436,11 +520,12 @@ def frame_rows(desk: Desktop, probe: X11Probe, rounds: int, variant: str = "daem
         return sorted(times[2:]), sorted(faulted[2:])
 
     with tempfile.TemporaryDirectory(prefix="bench-frame-") as folder:
-        daemon = Daemon(Path(folder) / "home")
-        daemon.backends = backends(environ=desk.env)
+        store = MemoryStore(Path(folder) / "home", catch_up=False)
+        camera = Camera(backends(environ=desk.env))
+        recorder = Recorder(store)
         try:
-            base = daemon.config()
-            crypto = daemon._crypto(base)
+            base = store.config
+            crypto = store.ensure_crypto()
             assert isinstance(crypto, FrameCrypto)
             configs = [
                 ("thumb encrypted (default)", base),
@@ -455,13 +540,13 @@ def frame_rows(desk: Desktop, probe: X11Probe, rounds: int, variant: str = "daem
             for name, config in configs:
                 steps = Steps()
                 steps.wrap(screen, "grab", "screen.grab 1920x1080")
-                steps.wrap(daemon.backends.probe, "visible_windows", FRAME_STEPS[2])
+                steps.wrap(camera.backends.probe, "visible_windows", FRAME_STEPS[2])
                 steps.wrap(screen, "signature", "screen.signature")
-                steps.wrap(daemon.backends.ax, "window_text", "AX read (AT-SPI)")
+                steps.wrap(camera.backends.ax, "window_text", "AX read (AT-SPI)")
                 steps.wrap(screen, "thumbnail", "screen.thumbnail")
-                steps.wrap(backscroll.grabs, "event_signature", "event signature 32x18")
-                steps.wrap_context(daemon.store.log, "batch", "Log.batch (lock, record, fsync)")
-                steps.wrap(backscroll.daemon, "record_frame", "  record_frame")
+                steps.wrap(capture.camera, "event_signature", "event signature 32x18")
+                steps.wrap_context(store.log, "batch", "Log.batch (lock, record, fsync)")
+                steps.wrap(backscroll.record, "record_frame", "  record_frame")
                 steps.wrap(capture.redact, "redact", "    redact text + title")
                 steps.wrap(crypto, "encrypt_thumb", "    encrypt_thumb")
                 steps.wrap(crypto, "encrypt_text", "    encrypt_text")
@@ -469,7 +554,7 @@ def frame_rows(desk: Desktop, probe: X11Probe, rounds: int, variant: str = "daem
                 steps.wrap(backscroll.record, "write_thumbnail", "    write_thumbnail (2 fsyncs)")
                 try:
                     job = functools.partial(
-                        time_frames, daemon, probe, config, steps, rounds, desk_pids
+                        time_frames, camera, recorder, probe, config, steps, rounds, desk_pids
                     )
                     totals, cpu, faulted, outside = in_worker(job)
                 finally:
@@ -515,19 +600,19 @@ def frame_rows(desk: Desktop, probe: X11Probe, rounds: int, variant: str = "daem
             lines.append(row("FrameCrypto.blind_tokens, 2 KB", times, f"{len(tokens)} tokens"))
             times, _ = timed_ms(lambda: capture.redact.redact(text), rounds)
             lines.append(row("redact, 2 KB", times))
-            lines += record_rows(daemon, crypto, jpeg, text, rounds)
+            lines += record_rows(store, crypto, jpeg, text, rounds)
         finally:
-            daemon.backends.close()
-            os.close(daemon._lock_fd)
+            camera.close()
+            store.close()
     return lines
 
 
-def record_rows(daemon: Any, crypto: Any, jpeg: bytes, text: str, rounds: int) -> list[str]:
+def record_rows(store: Any, crypto: Any, jpeg: bytes, text: str, rounds: int) -> list[str]:
     """``record_frame`` in ``Log.batch`` (3 fsyncs: file, folder, log) beside bare fsyncs."""
-    from backscroll.record import Seen, record_frame
+    from backscroll.record import record_frame
+    from capture.seen import Seen
 
-    store = daemon.store
-    base = daemon.config()
+    base = store.config
     seen = Seen(
         captured_us=time.time_ns() // 1000,
         app="Zenity",
@@ -608,13 +693,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ocr-rounds", type=int, default=10, help="timings of each OCR step")
     parser.add_argument("--frame-rounds", type=int, default=200, help="timings of whole frames")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--before", default=BEFORE, help='the git rev measured beside this tree, or "none"'
+    )
+    parser.add_argument("--pairs", type=int, default=4, help="before-and-now pairs of runs")
     parser.add_argument("--frame-child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.frame_child:
         rounds, token, variant = args.frame_child
         sys.stdout.write(json.dumps(frame_child(int(rounds), token, variant)))
         return 0
-    lines = bench(args.rounds, args.ocr_rounds, args.frame_rounds)
+    command = " ".join(sys.argv[1:] if argv is None else argv)
+    lines = bench(args.rounds, args.ocr_rounds, args.frame_rounds, args.before, args.pairs, command)
     report = "\n".join(lines) + "\n"
     sys.stdout.write(report)
     if not args.no_write:

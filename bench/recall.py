@@ -63,7 +63,6 @@ import json
 import os
 import random
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -71,12 +70,12 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
 from typing import Any
 
+from bench._checkout import checkout
 from bench._proc import cpu_seconds
 from bench._recall_texts import Texts, html_page, man_page
 from bench._stats import load_average
@@ -811,28 +810,6 @@ def instead(term: str, stored: list[str]) -> str:
 
 
 # -- running ---------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def checkout(rev: str) -> Iterator[Path]:
-    """``rev`` in a temporary git worktree, removed after."""
-    folder = Path(tempfile.mkdtemp(prefix="bench-recall-rev-"))
-    target = folder / "tree"
-    subprocess.run(
-        ["git", "-C", str(REPO), "worktree", "add", "--detach", str(target), rev],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    try:
-        yield target
-    finally:
-        subprocess.run(
-            ["git", "-C", str(REPO), "worktree", "remove", "--force", str(target)],
-            check=False,
-            capture_output=True,
-        )
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def measure(code: Path, label: str, args: argparse.Namespace) -> Result:

@@ -4,8 +4,9 @@ Capture sees the screen and knows the event types, never the store: it hands bac
 saw, and the app records it. Public API (imported lazily, so importing one module of the
 package, as the daemon does, loads nothing else)::
 
-    from capture import Trigger, backends
-    found = backends()               # the probe, text reader and OCR of this session
+    from capture import Camera, Trigger
+    camera = Camera.open()           # the probe, screen, text reader and OCR of this session
+    seen = camera.take(camera.frontmost(), "app_change", config)   # a Seen, or why not
 
 The screen grabs and OCR are modules (``capture.screen``, ``capture.ocr``); the redactor is
 ``capture.redact.redact``: the name ``redact`` on the package is its module once imported.
@@ -19,6 +20,7 @@ from base.fronts import lazy_names
 
 if TYPE_CHECKING:
     from capture.ax import AxReader
+    from capture.camera import Camera
     from capture.hotkey import Hotkey
     from capture.platform import (
         Backends,
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     )
     from capture.probe import Frontmost, Geometry, VisibleWindow, X11Probe
     from capture.redact import KINDS, Redaction
+    from capture.seen import Likeness, Seen
     from capture.trigger import Trigger
     from capture.wlroots import WlrootsProbe
 
@@ -39,13 +42,16 @@ __all__ = [
     "KINDS",
     "AxReader",
     "Backends",
+    "Camera",
     "Frontmost",
     "Geometry",
     "Hotkey",
+    "Likeness",
     "OcrEngine",
     "Probe",
     "Redaction",
     "Screen",
+    "Seen",
     "Session",
     "TextReader",
     "Trigger",
@@ -59,14 +65,17 @@ __all__ = [
 _WHERE = {
     "AxReader": "capture.ax",
     "Backends": "capture.platform",
+    "Camera": "capture.camera",
     "Frontmost": "capture.probe",
     "Geometry": "capture.probe",
     "Hotkey": "capture.hotkey",
     "KINDS": "capture.redact",
+    "Likeness": "capture.seen",
     "OcrEngine": "capture.platform",
     "Probe": "capture.platform",
     "Redaction": "capture.redact",
     "Screen": "capture.platform",
+    "Seen": "capture.seen",
     "Session": "capture.platform",
     "TextReader": "capture.platform",
     "Trigger": "capture.trigger",

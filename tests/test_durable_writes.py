@@ -36,13 +36,14 @@ import pytest
 import base.fs
 from backscroll import keys
 from backscroll.actions import delete, rebuild_views
-from backscroll.record import Seen, record_frame, remove_orphan_thumbnails, write_thumbnail
+from backscroll.record import record_frame, remove_orphan_thumbnails, write_thumbnail
 from backscroll.service import install
 from backscroll.store import CONFIG_FILE, MemoryStore
 from backscroll.verify import verify_store
 from base.clock import now_us
 from base.errors import DiskFullError
 from base.fs import FileSystem, WritableFile, ensure_dir, write_atomic, write_file, write_new
+from capture.seen import Seen
 from eventlog.events import FRAME_TYPE, DaemonStarted, FrameCaptured, FramesDeleted, KeyCreated
 from tests.faultfs import FaultFS, PowerCut, installed
 

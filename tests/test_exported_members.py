@@ -46,18 +46,21 @@ def test_eventlog_exports_its_log_and_events() -> None:
     assert {"Log", "InMemoryLog", "FrameCaptured", "FramesDeleted"} <= set(eventlog.__all__)
 
 
-def test_capture_exports_its_backends_trigger_and_redaction_record() -> None:
+def test_capture_exports_its_camera_backends_trigger_and_redaction_record() -> None:
     assert capture.__all__ == [
         "KINDS",
         "AxReader",
         "Backends",
+        "Camera",
         "Frontmost",
         "Geometry",
         "Hotkey",
+        "Likeness",
         "OcrEngine",
         "Probe",
         "Redaction",
         "Screen",
+        "Seen",
         "Session",
         "TextReader",
         "Trigger",

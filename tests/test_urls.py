@@ -11,8 +11,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from backscroll.grabs import denied
 from base.config import Config
+from capture.deny import denied
 from capture.redact import redact_url
 from eventlog import codec
 from eventlog.events import MAX_URL, FrameCaptured

@@ -1,0 +1,246 @@
+"""One call from "this window is in front" to what was seen: ``Camera.take``.
+
+    camera = Camera.open(config.capture_backend)
+    front = camera.frontmost()
+    seen = camera.take(front, "app_change", config, after=last.likeness)
+
+``take`` runs every step of a frame in order: the page's address checked against the deny
+list before any pixel is read; the AT-SPI text read beside the grab; the grab; denied
+windows beside the active one blacked out; the duplicate check; OCR when the text is too
+short; the thumbnail and the event's signature. It returns a ``Seen``, or why nothing was
+seen (``"denied"``, ``"duplicate"``). Redaction, encryption and the append are the app's
+(``backscroll.record``). A new backend is a ``capture.platform.Backends``; a new step goes
+here.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Literal
+
+from base.clock import now_us
+from base.config import Config
+from base.errors import BackscrollError
+from capture import screen
+from capture.deny import denied, denied_beside
+from capture.ocr import panels
+from capture.seen import Likeness, Seen
+from eventlog.events import CaptureReason, TextSource
+
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+    from capture.platform import Backends
+    from capture.probe import Frontmost, Geometry
+    from capture.screen import Monitor
+
+log = logging.getLogger("backscroll.capture")
+
+EVENT_SIGNATURE = (32, 18)  # what the event keeps: 576 bytes, enough to compare later
+MAX_AX_CHARS = 20000
+
+Unseen = Literal["denied", "duplicate"]
+
+
+class Camera:
+    """The session's backends, taking one frame at a time.
+
+    ``frontmost`` runs on the probe loop's thread and ``take`` on the worker's: the probe's
+    one X connection is not thread-safe, so the two take turns on it (without the lock, one
+    hung in the middle of the X protocol after ~5,000 frames).
+    """
+
+    def __init__(self, backends: Backends) -> None:
+        self.backends = backends
+        self._lock = threading.Lock()
+        self._forget = False
+        # The AT-SPI read mostly waits on the window's app: it runs beside the grab,
+        # signature and thumbnail instead of after them (3 ms off a frame's wall time).
+        self._reader = ThreadPoolExecutor(1, thread_name_prefix="ax-read")
+
+    @classmethod
+    def open(cls, choice: str = "auto") -> Camera:
+        """The backends of this session (``choice``: the config's ``capture_backend``),
+        their OCR engine checked; ``CaptureError`` saying what is missing."""
+        from capture.platform import backends
+
+        found = backends(choice=choice)
+        try:
+            found.ocr.check()
+        except BaseException:
+            found.close()
+            raise
+        return cls(found)
+
+    def reopen(self, choice: str = "auto") -> None:
+        """New backends in place of the old ones (the display came back); ``CaptureError``
+        while it has not. The old ones are closed only once new ones are open: a frame may
+        still be reading a window's text through them."""
+        from capture.platform import backends
+
+        fresh = backends(choice=choice)
+        with self._lock:
+            stale, self.backends = self.backends, fresh
+        stale.close()
+
+    def close(self) -> None:
+        self._reader.shutdown()
+        self.backends.close()
+
+    def close_thread(self) -> None:
+        """Close the connections the calling thread opened to grab (X connections are one a
+        thread, ``capture.screen``): the thread that took frames calls it as it ends."""
+        screen.close()
+
+    def frontmost(self) -> Frontmost | None:
+        with self._lock:
+            return self.backends.probe.frontmost()
+
+    def forget(self) -> None:
+        """Have the OCR engine drop the text it keeps of lines it has read (they may be
+        deleted frames'), before its next read: it may be reading one now."""
+        self._forget = True
+
+    def take(
+        self,
+        front: Frontmost,
+        reason: CaptureReason,
+        config: Config,
+        *,
+        after: Likeness | None = None,
+    ) -> Seen | Unseen:
+        """What ``front`` shows now, or why nothing is kept: it or its page is denied, or it
+        shows what ``after`` (the last frame kept) showed. Only a frame of the same window can be a
+        duplicate: on a tiling compositor two windows side by side make the same screen
+        whichever has the focus, yet a switch between them is a new frame of the other's
+        text."""
+        captured_us = now_us()
+        if denied(config, front.app, front.title):
+            return "denied"
+        # Read before any pixel: a denied site, or a private window that only its accessible
+        # name tells (Chromium's "(Incognito)"), is never grabbed.
+        name, url = self._page(front.pid)
+        if (name or url) and denied(config, front.app, name, url):
+            return "denied"
+        ax_text = self._reader.submit(self._ax_text, front.pid)
+        image, monitor = self.backends.screen.grab(front.geometry)
+        with self._lock:
+            visible = self.backends.probe.visible_windows()
+        beside = denied_beside(config, visible, front.window_id)
+        if beside:
+            # Beyond the spec: a password manager beside the active window is blacked out
+            # before OCR and the thumbnail ever see it.
+            screen.black_out(image, beside, origin=monitor.origin, scale=monitor.scale)
+        likeness = Likeness(front.window_id, screen.signature(image))
+        if (
+            reason != "app_change"
+            and after is not None
+            and after.window_id == front.window_id
+            and screen.difference(likeness.signature, after.signature) < config.dedupe_threshold
+        ):
+            return "duplicate"
+        if self._forget:
+            self._forget = False
+            self.backends.ocr.forget()
+        text, source = self._text(config, front, ax_text, image, monitor)
+        return Seen(
+            captured_us=captured_us,
+            app=front.app,
+            title=front.title,
+            text=text,
+            text_source=source,
+            reason=reason,
+            pid=front.pid,
+            jpeg=screen.thumbnail(image, config.thumbnail_width, config.thumbnail_quality),
+            signature=event_signature(likeness.signature),
+            monitor=(monitor.index, monitor.left, monitor.top, monitor.width, monitor.height),
+            url=url,
+            image=image,
+            likeness=likeness,
+        )
+
+    def _page(self, pid: int | None) -> tuple[str, str]:
+        if not pid:
+            return "", ""
+        try:
+            return self.backends.ax.window_page(pid)
+        except BackscrollError as exc:
+            log.info("page address unavailable: %s", exc)
+            return "", ""
+
+    def _ax_text(self, pid: int | None) -> str:
+        if not pid:
+            return ""
+        try:
+            return self.backends.ax.window_text(pid, max_chars=MAX_AX_CHARS)
+        except BackscrollError as exc:
+            log.info("accessibility text unavailable: %s", exc)
+            return ""
+
+    def _text(
+        self, config: Config, front: Frontmost, ax_text: Future[str], image: Image, monitor: Monitor
+    ) -> tuple[str, TextSource]:
+        text = ax_text.result()
+        if len(text.strip()) >= config.ax_min_chars and config.ocr_backend != "always":
+            return text, "ax"
+        region = window_region(image, front.geometry, monitor)
+        # A window whose rectangle nobody gives (GNOME) is the whole desktop: each of its
+        # light and dark regions is read alone (capture.ocr.panels).
+        whole = tuple(front.geometry) == (monitor.left, monitor.top, monitor.width, monitor.height)
+        try:
+            parts = panels(region) if whole else [region]
+            ocr = "\n".join(filter(None, (self.backends.ocr.text(part) for part in parts)))
+        except BackscrollError as exc:
+            log.warning("OCR failed on one frame: %s", exc)
+            ocr = ""
+        if len(text.strip()) >= config.ax_min_chars:
+            return (text + "\n" + ocr).strip(), "ax"
+        if ocr.strip():
+            return ocr, "ocr"
+        return text, "ax" if text.strip() else "none"
+
+
+def event_signature(sig: bytes) -> bytes:
+    """The 128x72 duplicate signature cut to what an event keeps."""
+    from PIL import Image
+
+    image = Image.frombytes("L", screen.SIGNATURE_SIZE, sig)
+    return image.resize(EVENT_SIGNATURE, Image.Resampling.BOX).tobytes()
+
+
+def window_region(image: Image, geometry: Geometry, monitor: Monitor) -> Image:
+    """The window's part of a grab of its monitor (the whole grab if that part is tiny)."""
+    scale = monitor.scale
+    left, top = geometry.x - monitor.left, geometry.y - monitor.top
+    box = (
+        max(0, round(left * scale)),
+        max(0, round(top * scale)),
+        min(image.width, round((left + geometry.width) * scale)),
+        min(image.height, round((top + geometry.height) * scale)),
+    )
+    if box[2] - box[0] < 8 or box[3] - box[1] < 8:
+        return image
+    return image.crop(box)
+
+
+def keep_freed_memory() -> None:
+    """Keep freed memory in the heap instead of giving each 8 MB screenshot buffer back
+    (process-wide: call once, before the first grab).
+
+    Measured (bench/results/capture.txt): with glibc's defaults every grab page-faulted ~6,000
+    fresh pages and a frame cost 33.6 ms; with these thresholds, 16.0 ms.
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name:
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        libc.mallopt(-3, 64 << 20)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):
+        return  # not glibc: its allocator's defaults stay

@@ -1,0 +1,139 @@
+"""The daemon's parts, each alone and for real, without a desktop: the recorder, the
+projector thread (with housekeeping), the pause hotkey and the AT-SPI announcement. The
+capture loop and the camera need a screen: tests/test_camera.py and tests/test_daemon.py."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from backscroll.announcement import Announcement
+from backscroll.pause_hotkey import PauseHotkey
+from backscroll.projector_thread import ProjectorThread
+from backscroll.record import Recorder
+from backscroll.store import MemoryStore
+from base.clock import now_us
+from base.config import Config
+from capture.seen import Seen
+from eventlog.events import FRAME_TYPE, FrameCaptured, FramesDeleted
+from headless import wait_for
+
+DAY_US = 86_400_000_000
+
+
+def seen(text: str = "quarterly invoice from the printer company", days_ago: int = 0) -> Seen:
+    return Seen(
+        captured_us=now_us() - days_ago * DAY_US,
+        app="Zenity",
+        title="notes",
+        text=text,
+        text_source="ax",
+        reason="app_change",
+        jpeg=b"\xff\xd8" + bytes(2000),
+        signature=bytes(576),
+    )
+
+
+@pytest.fixture
+def store(backscroll_home: Path) -> Iterator[MemoryStore]:
+    opened = MemoryStore(backscroll_home, write=True, catch_up=False)
+    yield opened
+    opened.close()
+
+
+def frames(store: MemoryStore) -> list[FrameCaptured]:
+    return [e for _, e in store.log.read(types={FRAME_TYPE}) if isinstance(e, FrameCaptured)]
+
+
+def test_the_recorder_appends_each_frame_redacted_and_counts_it_for_the_heartbeat(
+    store: MemoryStore,
+) -> None:
+    recorder = Recorder(store)
+    config = store.config.replace(encrypt_text=False, encrypt_thumbnails=False)
+    recorder.record(seen(), config)
+    recorder.record(seen("id AKIAQXRYONJ3DYBVZXG2 ok"), config)
+    stored = frames(store)
+    assert len(stored) == 2 and stored[0].text == "quarterly invoice from the printer company"
+    assert stored[1].text == "id [REDACTED:aws_key] ok"
+    assert recorder.text_sources == {"ax": 2} and recorder.reasons == {"app_change": 2}
+    assert sum(recorder.redactions.values()) == 1
+    assert (recorder.last_reason, recorder.last_text_source) == ("app_change", "ax")
+    assert all((store.home / f.thumb).read_bytes()[:2] == b"\xff\xd8" for f in stored if f.thumb)
+
+
+def test_the_recorder_encrypts_as_the_config_says(store: MemoryStore) -> None:
+    recorder = Recorder(store)
+    frame = recorder.record(seen(), store.config.replace(encrypt_text=True))
+    assert frame.encrypted and frame.text == "" and frame.ciphertext
+    assert frame.thumb is not None and frame.thumb.endswith(".enc")
+
+
+def run_in_thread(part: ProjectorThread) -> threading.Thread:
+    thread = threading.Thread(target=part.run, name="projector")
+    thread.start()
+    return thread
+
+
+def test_the_projector_thread_makes_recorded_frames_searchable_until_it_is_stopped(
+    store: MemoryStore,
+) -> None:
+    stop = threading.Event()
+    thread = run_in_thread(ProjectorThread(store, lambda: store.config, stop, 0.1))
+    try:
+        Recorder(store).record(seen(), store.config)
+        hits = wait_for(lambda: store.search("invoice"), "the frame in the index")
+        assert [hit.app for hit in hits] == ["Zenity"]
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not thread.is_alive()
+
+
+def test_the_projector_thread_runs_housekeeping_past_the_retention(store: MemoryStore) -> None:
+    recorder = Recorder(store)
+    config = store.config.replace(retention_days=30)
+    recorder.record(seen("an old screen", days_ago=40), config)
+    recorder.record(seen("a new screen"), config)
+    stop = threading.Event()
+    thread = run_in_thread(ProjectorThread(store, lambda: config, stop, 0.1))
+    try:
+        deleted = wait_for(
+            lambda: [e for _, e in store.log.read() if isinstance(e, FramesDeleted)],
+            "the retention pass",
+        )
+        wait_for(lambda: len(frames(store)) == 1, "the old frame purged from the log")
+    finally:
+        stop.set()
+        thread.join(30)
+    assert [d.reason for d in deleted] == ["retention"]
+    assert [f.text for f in frames(store)] == ["a new screen"]
+    assert store.state().totals().frames == 1
+
+
+def test_the_pause_hotkey_says_why_it_cannot_listen_and_gives_the_thread_hook_back() -> None:
+    before = threading.excepthook
+    hotkey = PauseHotkey(lambda: None)
+    try:
+        assert threading.excepthook == hotkey._thread_failed
+        wayland = "Wayland gives programs no global key grab"
+        hotkey.follow(Config(pause_hotkey="<ctrl>+<shift>+p"), wayland)
+        assert hotkey.problem == wayland
+        hotkey.follow(Config(pause_hotkey=""), wayland)
+        assert hotkey.problem is None
+    finally:
+        hotkey.close()
+    assert threading.excepthook is before
+
+
+def test_without_an_accessibility_bus_nothing_is_announced_nor_withdrawn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
+    announcement = Announcement()
+    announcement.follow(Config(announce_accessibility=True))
+    assert announcement.announced is False
+    announcement.follow(Config(announce_accessibility=False))
+    assert announcement.announced is False
