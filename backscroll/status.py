@@ -192,7 +192,7 @@ def _backend(daemon: DaemonStatus, choice: str) -> tuple[str | None, list[str]]:
         return daemon.backend, list(daemon.abilities or ())
     import os
 
-    from capture.platform import session
+    from capture.backends import session
 
     if sys.platform.startswith("linux"):
         found = session(os.environ, choice)

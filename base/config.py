@@ -29,7 +29,7 @@ DEFAULT_DENY = (*PASSWORD_MANAGERS, *PRIVATE_BROWSING)
 
 TRIGGERS = ("events", "interval")
 OCR_BACKENDS = ("auto", "tesseract", "always")
-# "auto" picks from the session (capture/platform.py); "x11" in a Wayland session records
+# "auto" picks from the session (capture/backends.py); "x11" in a Wayland session records
 # only XWayland windows, and ``status`` says so.
 CAPTURE_BACKENDS = ("auto", "x11", "wlroots", "gnome")
 

@@ -187,8 +187,8 @@ def frame_costs(env: dict[str, str], frames: int) -> tuple[list[float], list[flo
     """(whole frames, bare grabs) in ms, in a fresh home with the default config."""
     from backscroll.record import Recorder
     from backscroll.store import MemoryStore
+    from capture.backends import backends
     from capture.camera import Camera
-    from capture.platform import backends
 
     with tempfile.TemporaryDirectory() as folder:
         store = MemoryStore(Path(folder) / "home", catch_up=False)
@@ -230,8 +230,8 @@ WORDS = " ".join(_SENTENCES).split()
 
 def ocr_at_scales(desk: Any) -> list[str]:
     """Words found by OCR in one foot window at output scale 1 and 2 (see the docstring)."""
+    from capture.backends import backends
     from capture.camera import window_region
-    from capture.platform import backends
 
     lines = list(_SENTENCES) * 4
     term = desk.open_foot(lines, "words")

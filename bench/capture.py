@@ -501,8 +501,8 @@ def frame_rows(desk: Desktop, probe: X11Probe, rounds: int, variant: str = "daem
     from backscroll.crypto import FrameCrypto
     from backscroll.record import Recorder
     from backscroll.store import MemoryStore
+    from capture.backends import backends
     from capture.camera import Camera
-    from capture.platform import backends
 
     lines = []
     front = probe.frontmost()

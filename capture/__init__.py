@@ -20,9 +20,7 @@ from base.fronts import lazy_names
 
 if TYPE_CHECKING:
     from capture.ax import AxReader
-    from capture.camera import Camera
-    from capture.hotkey import Hotkey
-    from capture.platform import (
+    from capture.backends import (
         Backends,
         OcrEngine,
         Probe,
@@ -32,6 +30,8 @@ if TYPE_CHECKING:
         backends,
         session,
     )
+    from capture.camera import Camera
+    from capture.hotkey import Hotkey
     from capture.probe import Frontmost, Geometry, VisibleWindow, X11Probe
     from capture.redact import KINDS, Redaction
     from capture.seen import Likeness, Seen
@@ -64,26 +64,26 @@ __all__ = [
 
 _WHERE = {
     "AxReader": "capture.ax",
-    "Backends": "capture.platform",
+    "Backends": "capture.backends",
     "Camera": "capture.camera",
     "Frontmost": "capture.probe",
     "Geometry": "capture.probe",
     "Hotkey": "capture.hotkey",
     "KINDS": "capture.redact",
     "Likeness": "capture.seen",
-    "OcrEngine": "capture.platform",
-    "Probe": "capture.platform",
+    "OcrEngine": "capture.backends",
+    "Probe": "capture.backends",
     "Redaction": "capture.redact",
-    "Screen": "capture.platform",
+    "Screen": "capture.backends",
     "Seen": "capture.seen",
-    "Session": "capture.platform",
-    "TextReader": "capture.platform",
+    "Session": "capture.backends",
+    "TextReader": "capture.backends",
     "Trigger": "capture.trigger",
     "VisibleWindow": "capture.probe",
     "WlrootsProbe": "capture.wlroots",
     "X11Probe": "capture.probe",
-    "backends": "capture.platform",
-    "session": "capture.platform",
+    "backends": "capture.backends",
+    "session": "capture.backends",
 }
 
 

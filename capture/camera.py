@@ -9,7 +9,7 @@ list before any pixel is read; the AT-SPI text read beside the grab; the grab; d
 windows beside the active one blacked out; the duplicate check; OCR when the text is too
 short; the thumbnail and the event's signature. It returns a ``Seen``, or why nothing was
 seen (``"denied"``, ``"duplicate"``). Redaction, encryption and the append are the app's
-(``backscroll.record``). A new backend is a ``capture.platform.Backends``; a new step goes
+(``backscroll.record``). A new backend is a ``capture.backends.Backends``; a new step goes
 here.
 """
 
@@ -32,7 +32,7 @@ from eventlog.events import CaptureReason, TextSource
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-    from capture.platform import Backends
+    from capture.backends import Backends
     from capture.probe import Frontmost, Geometry
     from capture.screen import Monitor
 
@@ -64,7 +64,7 @@ class Camera:
     def open(cls, choice: str = "auto") -> Camera:
         """The backends of this session (``choice``: the config's ``capture_backend``),
         their OCR engine checked; ``CaptureError`` saying what is missing."""
-        from capture.platform import backends
+        from capture.backends import backends
 
         found = backends(choice=choice)
         try:
@@ -78,7 +78,7 @@ class Camera:
         """New backends in place of the old ones (the display came back); ``CaptureError``
         while it has not. The old ones are closed only once new ones are open: a frame may
         still be reading a window's text through them."""
-        from capture.platform import backends
+        from capture.backends import backends
 
         fresh = backends(choice=choice)
         with self._lock:

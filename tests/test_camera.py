@@ -15,8 +15,8 @@ from backscroll.record import Recorder
 from backscroll.store import MemoryStore
 from base.clock import now_us
 from base.config import Config
+from capture.backends import backends
 from capture.camera import Camera
-from capture.platform import backends
 from capture.probe import Frontmost
 from capture.seen import Seen
 from eventlog.events import FRAME_TYPE, CapturePaused, FrameCaptured

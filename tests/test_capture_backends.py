@@ -22,7 +22,7 @@ from PIL import Image
 from base.errors import CaptureError
 from capture import ax, ocr, screen
 from capture.ax import AxReader
-from capture.platform import backends, session
+from capture.backends import backends, session
 from capture.probe import Frontmost, Geometry, X11Probe
 from tests.desktop import Desktop, desktop, headless_desktop, marked_processes
 

@@ -172,7 +172,7 @@ def test_a_scale_2_output_is_grabbed_at_its_pixels_and_thumbnailed_at_the_set_wi
     sway: SwayDesktop,
 ) -> None:
     from capture import screen
-    from capture.platform import backends
+    from capture.backends import backends
 
     sway.swaymsg("focus output HEADLESS-1")
     term = sway.open_foot(["drawn at scale two"] * 4, "scaled")
@@ -250,7 +250,7 @@ def test_a_window_across_outputs_of_scale_1_and_2_is_grabbed_at_the_finer_scale(
 ) -> None:
     from PIL import Image
 
-    from capture.platform import backends
+    from capture.backends import backends
     from capture.screen import Monitor
 
     second = _second_output(sway)
