@@ -110,7 +110,7 @@ def test_a_window_without_accessible_text_is_read_by_ocr(desk: Desktop, camera: 
 
 @pytest.fixture
 def store(backscroll_home: Path) -> Iterator[MemoryStore]:
-    opened = MemoryStore(backscroll_home, catch_up=False)
+    opened = MemoryStore(backscroll_home, write=True, catch_up=False)
     yield opened
     opened.close()
 
