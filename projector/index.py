@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,6 +73,8 @@ def open_to_read(path: Path, attempts: int = LINK_ATTEMPTS) -> tantivy.Index:
 
 
 def _open_through_links(path: Path) -> tantivy.Index:
+    import tempfile  # here: it imports shutil, which a status (it opens no index) never needs
+
     import tantivy
 
     # Strings and a descriptor of the folder, not a Path a link: a search opens every month,
