@@ -22,7 +22,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from backscroll.heartbeat import read_heartbeat
-from backscroll.stats import Stats, measure
 from base.clock import now_us
 from base.config import Config, config_from_dict, weakened
 from base.errors import (
@@ -38,14 +37,17 @@ from base.processes import pid_alive
 from eventlog.contract import EventLog
 from eventlog.events import FRAME_TYPE, TYPE_CODES, ConfigChanged, Event, KeyCreated, Origin
 from eventlog.log import Log
-from projector.runner import Progress, Projector
 from projector.state import State
-from query.search import Hit, Searcher, TimeSpan
 from query.views import ViewReader
 
+# What only a writer, a search or ``status`` uses is imported where it is used: a command
+# loads what its answer needs (the views' writer, the search engine, the disk walk).
 if TYPE_CHECKING:
     from backscroll.crypto import FrameCrypto
+    from backscroll.stats import Stats
+    from projector.runner import Progress, Projector
     from query.moments import Moment
+    from query.search import Hit, Searcher
 
 CONTROL_TYPES = frozenset(TYPE_CODES.values()) - {FRAME_TYPE}
 CONFIG_FILE = "config.json"
@@ -112,6 +114,8 @@ class MemoryStore:
     def projector(self) -> Projector:
         """The views' writer; raises LockedError while another process (the daemon) has it."""
         self._writer("write the views")
+        from projector.runner import Projector
+
         return Projector(self.home, self.log)
 
     def refresh(self, progress: Progress | None = None) -> None:
@@ -207,6 +211,8 @@ class MemoryStore:
         return self._crypto
 
     def searcher(self) -> Searcher:
+        from query.search import Searcher
+
         # With no frame's text encrypted (the default config encrypts only thumbnails), a
         # search needs no key: the key store is not asked (for the keyring: its import,
         # ~50 ms, and a call to the Secret Service, on every search).
@@ -227,6 +233,8 @@ class MemoryStore:
     ) -> list[Hit]:
         """Best first; ``fuzzy=False`` never lets a word match one edit away (``Hit.fuzzy``)
         when no frame has every term exactly."""
+        from query.search import TimeSpan
+
         return self.searcher().search(query, TimeSpan(start, end), app, limit, fuzzy=fuzzy)
 
     def moments(
@@ -240,6 +248,7 @@ class MemoryStore:
     ) -> list[Moment]:
         """``search``, near-duplicate frames of one window grouped: ``limit`` moments."""
         from query.moments import search_moments
+        from query.search import TimeSpan
 
         return search_moments(self.searcher(), query, TimeSpan(start, end), app, limit)
 
@@ -251,6 +260,8 @@ class MemoryStore:
         app: str | None = None,
         limit: int = 50,
     ) -> list[Hit]:
+        from query.search import TimeSpan
+
         return self.searcher().timeline(TimeSpan(start, end), app, limit)
 
     def get(self, frame_id: int) -> Hit:
@@ -258,11 +269,13 @@ class MemoryStore:
 
     def stats(self) -> Stats:
         """Counts, span, disk use, text sources and encryption, as ``status`` shows them."""
+        from backscroll.stats import measure
+
         return measure(self.state(), self.config, self.layout)
 
     def thumbnail(self, frame: Hit | int) -> bytes | None:
         """The frame's JPEG, decrypted; None when it has none or the key is lost."""
-        hit = frame if isinstance(frame, Hit) else self.get(frame)
+        hit = self.get(frame) if isinstance(frame, int) else frame
         if not hit.thumb:
             return None
         try:

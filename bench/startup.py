@@ -25,6 +25,12 @@ versions meet the same load. Wall time from the parent, CPU time (user + system)
 child from ``os.wait4``. Target: status and search after at most 4x ``python -c pass`` in
 both wall and CPU time (medians).
 
+Time on a shared machine moves with its load (the same commands measured 5.1-6.6x one run and
+5.5-7.7x the next), so with valgrind installed each command is also run once under its
+cachegrind tool without cache simulation, which counts the instructions it executes in user
+space: the same under any load (to within 1%), though blind to the time the kernel spends
+on the files a command opens.
+
 Writes ``bench/results/startup.txt`` with the machine and commit.
 """
 
@@ -33,6 +39,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -52,6 +59,9 @@ TARGET = 4.0
 LAYERS = ("base", "eventlog", "projector", "capture", "query", "backscroll")
 # What the console script does, with this tree's code first on the path.
 CONSOLE = "import sys; from backscroll.cli import main; sys.argv[0] = 'backscroll'; main()"
+
+# Cachegrind without its cache simulation: the instruction count alone, no output file.
+COUNT = ("valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null")
 
 # Holds the views' lock, as a running daemon does, until its standard input closes.
 HOLD = (
@@ -127,6 +137,22 @@ def timed(argv: list[str], tree: Path) -> tuple[float, float]:
     if child.returncode:
         raise RuntimeError(f"{argv} exited {child.returncode}: {err.decode(errors='replace')}")
     return wall, usage.ru_utime + usage.ru_stime
+
+
+def instructions(argv: list[str], tree: Path) -> int:
+    """User-space instructions one process executes (valgrind's count, ``I refs``)."""
+    done = subprocess.run(
+        [*COUNT, *argv],
+        cwd=tree,
+        env=environment(tree),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    assert found is not None, done.stderr
+    return int(found.group(1).replace(",", ""))
 
 
 @contextlib.contextmanager
@@ -208,8 +234,17 @@ def main() -> None:
                 if round_ >= 2:  # two warm-up rounds
                     times[key].append(measured)
         say(f"load average at end: {load_average()}")
+        counted = (
+            {key: instructions(argv, tree) for key, (argv, tree) in commands.items()}
+            if shutil.which("valgrind")
+            else {}
+        )
         say()
         report(times, args.runs)
+        if counted:
+            say()
+            report_instructions(counted)
+        say.write(RESULTS)
 
 
 def report(times: dict[tuple[str, str], list[tuple[float, float]]], runs: int) -> None:
@@ -237,7 +272,17 @@ def report(times: dict[tuple[str, str], list[tuple[float, float]]], runs: int) -
         f"target: after <= {TARGET:.0f}x python -c pass in wall and CPU time: {verdict} "
         f"(worst {worst:.2f}x)"
     )
-    say.write(RESULTS)
+
+
+def report_instructions(counted: dict[tuple[str, str], int]) -> None:
+    base = counted[("python -c pass", "")]
+    say(
+        "instructions in user space (valgrind, one run each), millions; "
+        "x = the ratio to python -c pass"
+    )
+    say(f"{'command':42s} {'code':7s} {'instr':>8s} {'x':>6s}")
+    for (name, label), count in counted.items():
+        say(f"{name:42s} {label:7s} {count / 1e6:8.1f} {count / base:6.2f}")
 
 
 if __name__ == "__main__":

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import logging
 from pathlib import Path
 
 from base.clock import now_us
 from base.fs import FileSystem, ensure_dir
+from eventlog._warn import warn
 from eventlog.events import DamageFound
 from eventlog.folder import DAMAGED_DIR, DAMAGED_SUFFIX, Segment, base_of
 from eventlog.format import KIND_ACTIVE, RECORD, TORN_SUFFIX
 from eventlog.segment import Header, Problem, Record, pack_header, write_file
-
-log = logging.getLogger(__name__)
 
 
 def keep_torn_tail(fs: FileSystem, folder: Path, path: Path, torn: bytes, end: int) -> Path:
@@ -44,7 +42,8 @@ def keep_torn_tail(fs: FileSystem, folder: Path, path: Path, torn: bytes, end: i
         f.fsync()
     finally:
         f.close()
-    log.warning(
+    warn(
+        __name__,
         "event log: torn tail of %d bytes in %s kept aside as %s",
         len(torn),
         path.name,
@@ -80,7 +79,7 @@ def torn_record(
 def offsets_lost(first: int, last: int) -> DamageFound:
     """The damage to report for offsets handed out that no segment holds any more: a segment
     was deleted (or cut short) behind the log's back."""
-    log.warning("event log: offsets %d..%d are missing (a segment was deleted?)", first, last)
+    warn(__name__, "event log: offsets %d..%d are missing (a segment was deleted?)", first, last)
     return DamageFound(
         ts_us=now_us(), segment="", first_offset=first, last_offset=last, rewrite="recovery"
     )
@@ -124,7 +123,7 @@ def keep_aside(
                     rewrite=rewrite,
                 )
             )
-            log.warning("event log: %s; kept aside as %s/%s", problem, DAMAGED_DIR, name)
+            warn(__name__, "event log: %s; kept aside as %s/%s", problem, DAMAGED_DIR, name)
     # The copies must be durable before the rewrite that leaves the bytes out commits.
     fs.fsync_dir(damaged)
     fs.fsync_dir(folder)

@@ -13,7 +13,6 @@ The parts live beside it: ``active`` indexes the active segment, ``batch`` frame
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import threading
 from collections.abc import Callable, Collection, Iterator
@@ -25,6 +24,7 @@ from base.clock import now_us
 from base.errors import CorruptionError, DiskFullError, is_disk_full
 from base.fs import FileSystem, current, ensure_dir
 from eventlog import damage, verification
+from eventlog._warn import warn
 from eventlog.active import ActiveIndex
 from eventlog.batch import Batch
 from eventlog.codec import decode_or_report
@@ -56,8 +56,6 @@ from eventlog.swap import recover, swap
 
 if TYPE_CHECKING:
     from eventlog.contract import EventLog
-
-log = logging.getLogger(__name__)
 
 
 class _Tail(NamedTuple):
@@ -327,7 +325,7 @@ class Log:
             return self._scan_tail()
         index = self.active_index(path)
         for problem in index.problems:
-            log.warning("event log: %s", problem)
+            warn(__name__, "event log: %s", problem)
         next_offset = index.next_offset()
         if index.torn:
             with open(path, "rb") as f:

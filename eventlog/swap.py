@@ -8,15 +8,13 @@ holder finishes the install). Sealing a segment and compaction both go through h
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 
 from base.fs import FileSystem
+from eventlog._warn import warn
 from eventlog.folder import MANIFEST_NAME, NEW_SUFFIX, segment_files
 from eventlog.format import parse_segment_name
 from eventlog.segment import write_file
-
-log = logging.getLogger(__name__)
 
 
 def swap(fs: FileSystem, folder: Path, install: dict[str, bytes], remove: list[str]) -> None:
@@ -37,14 +35,14 @@ def swap(fs: FileSystem, folder: Path, install: dict[str, bytes], remove: list[s
 def recover(fs: FileSystem, folder: Path) -> None:
     """Finish a swap that committed, undo one that did not (the lock holder's first step)."""
     if (folder / MANIFEST_NAME).exists():
-        log.warning("event log: finishing an interrupted compaction")
+        warn(__name__, "event log: finishing an interrupted compaction")
         _finish(fs, folder)
     stray = _staged(folder)
     for path in stray:
         fs.remove(path)
     if stray:
         fs.fsync_dir(folder)
-        log.warning("event log: undid an interrupted compaction (%d files)", len(stray))
+        warn(__name__, "event log: undid an interrupted compaction (%d files)", len(stray))
 
 
 def _finish(fs: FileSystem, folder: Path) -> None:
@@ -62,7 +60,7 @@ def _finish(fs: FileSystem, folder: Path) -> None:
         remove = [
             s.path.name for s in segment_files(folder) if not s.sealed and (s.base, True) in sealed
         ]
-        log.warning("event log: the compaction manifest is damaged; finished from the files")
+        warn(__name__, "event log: the compaction manifest is damaged; finished from the files")
     for name in install:
         staged = folder / (name + NEW_SUFFIX)
         if staged.exists():

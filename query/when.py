@@ -29,7 +29,6 @@ import os
 import re
 from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from typing import Literal, NamedTuple
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from base.errors import TimeExpressionError
 
@@ -265,6 +264,10 @@ def _aware(now: datetime | None) -> datetime:
 
 def _system_zone() -> tzinfo:
     """The local zone as a ZoneInfo when it can be found, so day lengths follow DST."""
+    # Imported here, where a time expression is resolved: zoneinfo (with sysconfig) cost
+    # every search ~3% of its start-up, and most searches name no time.
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
     key = os.environ.get("TZ", "").removeprefix(":")
     if not key:
         # /etc/localtime links into the zoneinfo tree; its key gives a named, cached zone.

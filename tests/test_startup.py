@@ -114,6 +114,30 @@ def test_a_search_loads_nothing_for_pictures_capture_agents_or_help() -> None:
     assert not set(unwanted) & modules
 
 
+def test_a_status_loads_no_writer_search_engine_or_logging() -> None:
+    """A reader imports no writer module (the views' writer, the indexer), and a status no
+    search engine; the log imports ``logging`` only to warn of damage."""
+    modules = loaded_after(
+        "import sys\n"
+        "from backscroll.cli import main\n"
+        "sys.argv = ['backscroll', 'status']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass"
+    )
+    assert "backscroll.store" in modules  # it did read the store
+    unwanted = {
+        "projector.runner",
+        "projector.indexer",
+        "query.search",
+        "tantivy",
+        "logging",
+        "tempfile",
+    }
+    assert sorted(unwanted & modules) == []
+
+
 def test_status_reads_none_of_the_log_the_views_have_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
