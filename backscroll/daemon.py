@@ -81,6 +81,7 @@ class Daemon:
         self.redactions: dict[str, int] = {}
         self.last_reason: str | None = None
         self.last_text_source: str | None = None
+        self.last_capture_us: int | None = None
         self.hotkey_problem: str | None = None
         self._hotkey: Any = None
         self._hotkey_combo: str | None = None  # the combination listened for; None: none yet
@@ -250,6 +251,7 @@ class Daemon:
                 self._busy = True
             try:
                 self.outcome = self._capture(self.config(), reason, front, when)
+                self.last_capture_us = now_us()
                 log.info("capture (%s): %s", reason, self.outcome)
             except OSError as exc:
                 if exc.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -460,6 +462,7 @@ class Daemon:
                 started_us=self.started_us,
                 last_tick_us=now_us(),
                 last_outcome=self.outcome,
+                last_capture_us=self.last_capture_us,
                 problem=self.problem,
                 trigger=config.trigger,
                 poll_seconds=config.poll_seconds,
