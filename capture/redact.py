@@ -8,7 +8,9 @@ as ``password: [REDACTED:password]``. The text goes through four scans, each lef
    key body is half-redacted as something else.
 2. Prefixed tokens: ``aws_key``, ``github_token``, ``anthropic_key``, ``openai_key``,
    ``slack_token``, ``jwt``. One regex whose branches all begin with a literal, so the engine
-   skips to candidate first letters instead of trying every position.
+   skips to candidate first letters instead of trying every position. The JWT, Slack and
+   API key branches also take a token as OCR reads it (spaces at its separators, a comma
+   for a dot, misread letters, pieces split off by a space).
 3. ``card``: 13-19 digits, bare or in groups of 3-6 split by one kind of separator, that pass
    the Luhn check.
 4. Labelled values (``password``, ``secret``): ``password: …``, ``DB_PASSWORD="…"``,
