@@ -272,6 +272,7 @@ FRAGMENTS = [
     *("-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "\n", " ", "-", "_"),
     *("AKIA", "ghp_", "github_pat_", "sk-", "sk-ant-", "xoxb-1-", "xapp-", "eyJ", ".", "0", "9"),
     *("4111 1111 1111 1111", "4111111111111111", "hunter2", "Abc123def456GHI789jkl012", "İ"),
+    *("eyI", ". ", ", ", "xoxb- ", " - ", "sk-proj -", "a1B2c3D4e5"),  # as OCR reads tokens
 ]
 secretish_text = st.lists(
     st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6)), max_size=40
