@@ -196,7 +196,7 @@ class WorkerOcr:
             env={**os.environ, "PYTHONPATH": path},
         )
         assert self._process.stdin is not None
-        os.set_blocking(self._process.stdin.fileno(), False)  # a write waits for _writable
+        os.set_blocking(self._process.stdin.fileno(), False)  # _send waits, up to a deadline
         reply = self._answer(time.monotonic() + START_TIMEOUT_S)
         if reply is None or reply[0] == ENDED:
             self._stop()
@@ -217,7 +217,6 @@ class WorkerOcr:
         assert self._process is not None and self._process.stdin is not None
         gray = image.convert("L")
         deadline = time.monotonic() + TIMEOUT_S
-        late = f"no answer in {TIMEOUT_S:.0f} s"
         try:
             sent = _send(
                 self._process.stdin.fileno(), REQUEST.pack(*gray.size) + gray.tobytes(), deadline
@@ -226,7 +225,7 @@ class WorkerOcr:
             return self._lost("it had ended")
         reply = self._answer(deadline) if sent else None
         if reply is None:
-            return self._lost(late, hung=True)
+            return self._lost(f"no answer in {TIMEOUT_S:.0f} s", hung=True)
         status, detail = reply
         if status == ENDED:
             return self._lost("it ended")
