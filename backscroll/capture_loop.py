@@ -52,6 +52,9 @@ class CaptureLoop:
         self.retry_seconds = retry_seconds
         self.trigger = Trigger()
         self.outcome = "starting"
+        self.last_capture_us: int | None = None
+        """When the worker last finished a frame (taken, a duplicate or denied): a worker
+        stuck in OCR shows as this growing old while the ticks go on."""
         self.problem: str | None = None
         self._next_retry = 0.0  # when a paused capture next tries again
         self._deletions = len(store.state().deletions)  # as the last tick saw them
@@ -109,6 +112,8 @@ class CaptureLoop:
                 reason, front, config = due
                 try:
                     self.outcome = self.frame(reason, front, config)
+                    if self.outcome != "error":
+                        self.last_capture_us = now_us()
                     log.info("capture (%s): %s", reason, self.outcome)
                 finally:
                     self._busy = False

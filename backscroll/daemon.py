@@ -174,6 +174,7 @@ class Daemon:
                 started_us=self.started_us,
                 last_tick_us=now_us(),
                 last_outcome=self.loop.outcome,
+                last_capture_us=self.loop.last_capture_us,
                 problem=self.loop.problem,
                 trigger=config.trigger,
                 poll_seconds=config.poll_seconds,

@@ -32,6 +32,10 @@ class Heartbeat(msgspec.Struct, frozen=True, kw_only=True):
     last_tick_us: int
     last_outcome: str | None = None
     """What the last tick did: ``captured``, ``unchanged``, ``denied``, ``paused``, …"""
+    last_capture_us: int | None = None
+    """When the capture worker last finished a capture (a frame stored, or a duplicate or a
+    denied page found); None: none yet this run. A tick says only that the probe loop runs:
+    this says that capture does."""
     problem: str | None = None
     """Why capture is paused (``disk full``, the display gone); None while it captures."""
     trigger: str | None = None

@@ -88,6 +88,7 @@ def render(info: Status) -> str:
     lines = [
         "backscroll screen memory",
         f"  daemon:    {_daemon(info.daemon)}",
+        *_captured(info.daemon),
         f"  capture:   {info.capture}",
         f"  store:     {info.store}",
         f"  frames:    {info.frames:,}{span}",
@@ -184,6 +185,25 @@ def _daemon(daemon: DaemonStatus) -> str:
     if daemon.pid is not None and daemon.state == "died":
         return f"not running (pid {daemon.pid} died without stopping)"
     return daemon.state
+
+
+def _captured(daemon: DaemonStatus) -> list[str]:
+    """When a live daemon last finished a capture: its ticks alone said "running" while an
+    OCR worker that never answered held capture stopped (issue 24, case 5)."""
+    if daemon.state not in ("running", "not responding"):
+        return []
+    if daemon.last_capture_us is None:
+        return ["  captured:  nothing yet this run"]
+    ago = (now_us() - daemon.last_capture_us) / 1e6
+    return [f"  captured:  last at {_iso(daemon.last_capture_us)} ({_ago(ago)})"]
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 120:
+        return f"{max(0, round(seconds))} s ago"
+    if seconds < 7200:
+        return f"{round(seconds / 60)} min ago"
+    return f"{seconds / 3600:.1f} h ago"
 
 
 def _backend(daemon: DaemonStatus, choice: str) -> tuple[str | None, list[str]]:

@@ -92,6 +92,16 @@ def _line_end(text: str, pos: int) -> int:
 
 # --- 2. prefixed tokens ------------------------------------------------------------------
 
+# OCR's way with a token (measured on real windows: tests/test_redact_ocr.py): a space after
+# the dots of a JWT and around the hyphens of a Slack token or an API key's prefix, a comma
+# for a dot, a line break where the terminal wrapped it, a space inside a long run of
+# letters, and misread letters: 'eyI' or 'ey1' for 'eyJ', ']' or '|' for l, I or J, '@' for
+# 0, '0' for o. The JWT, Slack and API key branches take all of that; the shape is then
+# checked on the token with its spaces and line breaks squeezed out and its commas read as
+# dots (``_squeezed``).
+_T = r"[\w|@\]-]"  # a character of a token body, OCR's misreadings included
+_SPACED = rf"{_T}{{1,2000}}(?:[ \n]{_T}{{1,2000}}){{0,32}}"
+_DOT = r" ?[.,] ?"
 # Each branch checks, after its literal prefix, that the prefix starts a word: the check
 # before the prefix would cost the engine its first-letter skip (63 vs 124 MB/s measured). A
 # token must also end a word, as a card must: a token glued to a card is neither, before or
@@ -100,13 +110,28 @@ _TOKEN = re.compile(
     r"(?:A(?:KIA|SIA|BIA|CCA)(?<![\w-]....)[0-9A-Z]{16}"
     r"|gh[pousr]_(?<![\w-]....)[A-Za-z0-9]{36,255}"
     r"|github_pat_(?<![\w-]...........)[A-Za-z0-9_]{22,255}"
-    r"|sk-(?<![\w-]...)[A-Za-z0-9_-]{20,1000}"
-    r"|xox[a-z](?<![\w-]....)(?:\.xox[a-z])?-[0-9]{1,20}-[A-Za-z0-9-]{10,1000}"
+    r"|sk-(?<![\w-]...)(?:(?:proj|svcacct|admin|ant(?: ?- ?[a-z]{3,5}[0-9]{2})?) ?- ?)?"
+    r"[A-Za-z0-9_-]{1,1000}"
+    rf"|x[o0]x[a-z](?<![\w-]....)(?:\.x[o0]x[a-z])?(?: ?- ?[0-9]{{1,20}}){{1,4}} ?- ?{_T}{{1,1000}}"
     r"|xapp-(?<![\w-].....)[0-9]{1,20}-[A-Za-z0-9-]{10,1000}"
     r"|hooks\.slack\.com/services/[A-Za-z0-9_/]{20,200}"
-    r"|eyJ(?<![\w-]...)[\w-]{8,8000}\.eyJ[\w-]{8,8000}(?:\.[\w-]{0,8000})?)(?![\w-])",
+    # Three segments, each perhaps split by OCR, or two with no space in the second.
+    rf"|ey[JIl1|](?<![\w-]...)(?:{_SPACED}{_DOT}ey[JIl1|]?{_SPACED}{_DOT}{_T}{{1,8000}}"
+    rf"|{_SPACED}{_DOT}ey[JIl1|]?{_T}{{1,8000}}(?:\.{_T}{{0,8000}})?))(?![\w-])",
     re.ASCII,
 )
+_JWT = re.compile(r"ey[JIl1|][^.]{8,}\.ey[^.]{8,}(?:\.[^.]*)?", re.ASCII)
+_SLACK = re.compile(r"x[o0]x[a-z](?:\.x[o0]x[a-z])?-[0-9]{1,20}-[^\s]{10,}", re.ASCII)
+# The shortest last part of a token of each kind: a JWT's signature (HS256: 32 bytes, 43
+# characters of base64), a Slack bot token's secret (24), a whole OpenAI key (a legacy
+# 'sk-' and 48 characters) and a whole Anthropic key ('sk-ant-api03-', 93 characters, 'AA').
+# A shorter one followed by a space and a piece that looks like a token's, or a piece
+# before one that does, is the same token split by OCR (``_rejoined``).
+_TAIL = {"jwt": 43, "slack_token": 24, "openai_key": 51, "anthropic_key": 108}
+_PIECE = re.compile(r" ([\w|@\]-]{1,2000})", re.ASCII)
+# A piece of a token rather than a word: a digit, '_', '-', '@', '|' or ']', or a capital
+# after its first letter. 'ok', 'done' and 'The' end a token; 'ftJeZ4', '_whiL' do not.
+_TOKEN_LIKE = re.compile(r"[\w|@\]-]*(?:[0-9_|@\]-]|(?<=.)[A-Z])[\w|@\]-]*", re.ASCII)
 # 'ghp_xxxx…', 'xoxb-xxxxxxxxx-xxxx…': a documented token shape filled with x or *.
 X_FILLED = re.compile(r"(?:[A-Za-z0-9]{1,12}[_-]){0,3}[xX*•](?:[_.-]?[xX*•]){3,}")
 _SLACK_WEBHOOK = "hooks.slack.com/services/"
@@ -115,34 +140,73 @@ _SLACK_WEBHOOK = "hooks.slack.com/services/"
 def prefixed_tokens(text: str) -> list[Span]:
     spans: list[Span] = []
     for match in _TOKEN.finditer(text):
-        token, start = match.group(), match.start()
+        token, start, end = match.group(), match.start(), match.end()
+        if spans and start < spans[-1][1]:  # inside the pieces the last token took
+            continue
         kind = _token_kind(token)
+        if kind in _TAIL:
+            end = _rejoined(text, end, _tail(kind, token), _TAIL[kind])
+            kind = _token_kind(text[start:end])
         if kind is None:
             continue
         if token.startswith(_SLACK_WEBHOOK):  # the path after /services/ is the secret
             start += len(_SLACK_WEBHOOK)
-        spans.append((start, match.end(), kind))
+        spans.append((start, end, kind))
     return spans
 
 
-def _token_kind(token: str) -> str | None:
+def _rejoined(text: str, end: int, tail: int, shortest: int) -> int:
+    """Where a token whose last part holds ``tail`` characters ends, once the pieces OCR
+    split off it are taken back: pieces after one space each, while the part is shorter than
+    ``shortest``."""
+    while tail < shortest and (piece := _PIECE.match(text, end)):
+        if not _TOKEN_LIKE.fullmatch(piece[1]):
+            after = _PIECE.match(text, piece.end())
+            if after is None or not _TOKEN_LIKE.fullmatch(after[1]):
+                break
+        tail, end = tail + len(piece[1]), piece.end()
+    return end
+
+
+def _tail(kind: str, token: str) -> int:
+    """The characters of a token's last part (``_TAIL``); a JWT without a signature has
+    none to split."""
+    squeezed = _squeezed(token)
+    if kind == "jwt":
+        parts = squeezed.split(".")
+        return len(parts[2]) if len(parts) == 3 else _TAIL[kind]
+    if kind == "slack_token":
+        return len(squeezed.rsplit("-", 1)[-1])
+    return len(squeezed)
+
+
+def _squeezed(token: str) -> str:
+    return token.replace(" ", "").replace("\n", "").replace(",", ".")
+
+
+def _token_kind(found: str) -> str | None:
+    token = _squeezed(found)
     if X_FILLED.fullmatch(token):
         return None
     if token.startswith("sk-ant-"):
         return "anthropic_key"
+    if token.startswith("sk-") and len(token) < 23:  # 'sk-' and 20 characters at least
+        return None
     if token.startswith("sk-"):
         # A bare 'sk-' also starts slugs (CSS 'sk-fading-circle-2'); real keys mix cases and
         # digits, and project, service-account and admin keys say so in their prefix.
         if token.startswith(("sk-proj-", "sk-svcacct-", "sk-admin-")) or _mixed(token[3:]):
             return "openai_key"
         return None
-    if token.startswith(("xox", "xapp-")):
+    if token.startswith("x"):
+        if not token.startswith("xapp-") and not _SLACK.fullmatch(token):
+            return None
         # Placeholders such as 'xoxe.xoxp-1-RANDOMSTRINGHERE' have no digit after the id.
         return "slack_token" if any(c.isdigit() for c in token.split("-", 2)[-1]) else None
     if token.startswith(_SLACK_WEBHOOK):
         return "slack_token"
-    if token.startswith("eyJ"):
-        return "jwt"
+    if token.startswith("ey"):
+        return "jwt" if _JWT.fullmatch(token) else None
     if token.startswith(("gh", "github_pat_")):
         return "github_token"
     # AKIAIOSFODNN7EXAMPLE and AKIAXXXXXXXXXXXXXXXX are the documentation's placeholders.

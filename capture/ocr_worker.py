@@ -20,8 +20,13 @@ only, for the last ``KNOWN_LINES`` lines seen.
 
 A crash in native code, a kill or a read that outlasts ``TIMEOUT_S`` cost the frame being
 read: its text is "", the log says why in one line, and the next frame starts a fresh
-worker (a worker found ended between two frames costs no frame). The worker ends when the
-daemon does, however it ends: it reads its standard input, a pipe the daemon holds.
+worker (a worker found ended between two frames costs no frame). ``TIMEOUT_S`` bounds the
+whole exchange, the request's write as well as the reply: a request is larger than a pipe
+holds, so a worker that stopped reading (SIGSTOP, a debugger) would otherwise block the
+write, and the daemon's capture with it, for ever. A worker that missed the deadline is
+killed, not asked to end: stopped or stuck in native code, it reads no closed pipe. The
+worker ends when the daemon does, however it ends: it reads its standard input, a pipe the
+daemon holds.
 
 The pipes carry a request as (width, height) in ``REQUEST`` and the gray pixels, a reply
 as (status, length) in ``REPLY`` and that many bytes of UTF-8: status ``R`` ready (the
@@ -47,6 +52,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -185,10 +191,13 @@ class WorkerOcr:
             [sys.executable, "-m", "capture.ocr_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            bufsize=0,  # the pipes are written and read through their descriptors alone
             close_fds=True,
             env={**os.environ, "PYTHONPATH": path},
         )
-        reply = self._answer(START_TIMEOUT_S)
+        assert self._process.stdin is not None
+        os.set_blocking(self._process.stdin.fileno(), False)  # _send waits, up to a deadline
+        reply = self._answer(time.monotonic() + START_TIMEOUT_S)
         if reply is None or reply[0] == ENDED:
             self._stop()
             raise CaptureError("the OCR worker did not start (see the log)")
@@ -207,14 +216,16 @@ class WorkerOcr:
     def _read(self, image: Image) -> str:
         assert self._process is not None and self._process.stdin is not None
         gray = image.convert("L")
+        deadline = time.monotonic() + TIMEOUT_S
         try:
-            self._process.stdin.write(REQUEST.pack(*gray.size) + gray.tobytes())
-            self._process.stdin.flush()
+            sent = _send(
+                self._process.stdin.fileno(), REQUEST.pack(*gray.size) + gray.tobytes(), deadline
+            )
         except OSError:  # BrokenPipeError: it had ended
             return self._lost("it had ended")
-        reply = self._answer(TIMEOUT_S)
+        reply = self._answer(deadline) if sent else None
         if reply is None:
-            return self._lost(f"no answer in {TIMEOUT_S:.0f} s")
+            return self._lost(f"no answer in {TIMEOUT_S:.0f} s", hung=True)
         status, detail = reply
         if status == ENDED:
             return self._lost("it ended")
@@ -222,30 +233,32 @@ class WorkerOcr:
             raise CaptureError(f"tesseract failed: {detail}")
         return detail
 
-    def _answer(self, timeout: float) -> tuple[bytes, str] | None:
-        """The worker's next reply: ``ENDED`` when its output closed, None when it said
-        nothing for ``timeout``."""
+    def _answer(self, deadline: float) -> tuple[bytes, str] | None:
+        """The worker's next reply: ``ENDED`` when its output closed, None when it was not
+        all there by ``deadline`` (``time.monotonic()``)."""
         assert self._process is not None and self._process.stdout is not None
-        out = self._process.stdout
-        ready, _, _ = select.select([out], [], [], timeout)
-        if not ready:
-            return None
-        header = _exactly(out, REPLY.size)
-        if header is None:
-            return ENDED, ""
+        out = self._process.stdout.fileno()
+        header = _receive(out, REPLY.size, deadline)
+        if header is None or len(header) < REPLY.size:
+            return None if header is None else (ENDED, "")
         status, length = REPLY.unpack(header)
-        payload = _exactly(out, length)
-        return (ENDED, "") if payload is None else (status, payload.decode())
+        payload = _receive(out, length, deadline)
+        if payload is None or len(payload) < length:
+            return None if payload is None else (ENDED, "")
+        return status, payload.decode()
 
-    def _lost(self, why: str) -> str:
+    def _lost(self, why: str, *, hung: bool = False) -> str:
         process = self._process
         code = None
         if process is not None:
+            if hung:
+                # Stopped, or stuck in native code, it would never see its pipe close.
+                process.kill()
             # Its pipe closes a moment before it can be reaped: wait that moment for its code.
             with contextlib.suppress(subprocess.TimeoutExpired):
                 code = process.wait(1.0)
         self._stop()
-        how = why if code is None else f"exit code {code}"
+        how = why if code is None or hung else f"exit code {code}"
         log.warning("the OCR worker was lost (%s); this frame has no OCR text", how)
         return ""
 
@@ -268,6 +281,40 @@ class WorkerOcr:
 def _exactly(stream: IO[bytes], size: int) -> bytes | None:
     data = stream.read(size)
     return data if len(data) == size else None
+
+
+def _send(fd: int, data: bytes, deadline: float) -> bool:
+    """Write all of ``data`` to the non-blocking ``fd``; False when the reader had not taken
+    it all by ``deadline``."""
+    view = memoryview(data)
+    while view:
+        if not _ready(fd, select.POLLOUT, deadline):
+            return False
+        view = view[os.write(fd, view) :]
+    return True
+
+
+def _receive(fd: int, size: int, deadline: float) -> bytes | None:
+    """``size`` bytes from ``fd``, fewer when it closed first; None when they had not all
+    come by ``deadline``."""
+    data = bytearray()
+    while len(data) < size:
+        if not _ready(fd, select.POLLIN, deadline):
+            return None
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return bytes(data)
+
+
+def _ready(fd: int, event: int, deadline: float) -> bool:
+    # poll, not select: a daemon holding many files may give the pipe a descriptor past
+    # select's limit of 1024.
+    poller = select.poll()
+    poller.register(fd, event)
+    wait_ms = max(0, round((deadline - time.monotonic()) * 1000))
+    return bool(poller.poll(wait_ms))
 
 
 # -- the worker's side ----------------------------------------------------------------------

@@ -64,7 +64,9 @@ def test_switching_windows_records_ocr_and_accessibility_text(
         (hit,) = store.search("econnrefused")
         assert (hit.app, hit.text_source) == ("XTerm", "ocr")
         assert {h.text_source for h in store.search("quarterly invoice")} == {"ax"}
-    assert daemon.status()["daemon"]["state"] == "running"
+    status = daemon.status()["daemon"]
+    assert status["state"] == "running"
+    assert status["last_capture_us"] >= status["started_us"]  # what status shows as captured
     daemon.stop()
     logged = daemon.log.read_text()
     for seen in ("ECONNREFUSED", "quarterly", "server log", "Invoice"):

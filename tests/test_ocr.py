@@ -3,6 +3,7 @@ with real Tesseract, and xterm's default font read on the real headless desktop.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -18,7 +19,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from base.errors import CaptureError
 from base.tokens import words
-from capture import ocr, screen
+from capture import ocr, ocr_worker, screen
 from capture.ocr_worker import WorkerOcr, tessdata_dir
 from capture.probe import X11Probe
 from headless import wait_for
@@ -32,6 +33,9 @@ LINES = [
     "Traceback (most recent call last): argument parsing failed when reading options",
 ]
 # Every word of four or more letters in LINES, as the index tokenizes them.
+# A pipe's capacity on Linux (pipe(7)): a bigger request cannot all be written to a
+# worker that is not reading.
+PIPE_BYTES = 65536
 LONG_WORDS = {w for line in LINES for w in words(line) if len(w) >= 4 and w.isalpha()}
 
 
@@ -233,6 +237,38 @@ def test_closing_during_a_read_does_not_wait_for_it_and_stops_the_worker_after(
     assert "ECONNREFUSED" in results[0]
     assert engine.pid is None
     assert not Path(f"/proc/{worker}").exists()
+
+
+@pytest.mark.ocr
+def test_a_worker_stopped_while_idle_is_replaced_and_the_next_read_works(
+    engine: WorkerOcr, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 24, case 5: an image larger than the pipe holds blocked the daemon's capture
+    # thread in its write to a stopped worker, with no timeout, and capture stopped for good.
+    monkeypatch.setattr(ocr_worker, "TIMEOUT_S", 2.0)
+    engine.check()
+    worker = engine.pid
+    assert worker is not None
+    image = drawn(LINES * 8, 16)
+    assert image.width * image.height > 4 * PIPE_BYTES
+    os.kill(worker, signal.SIGSTOP)
+    results: list[str] = []
+    reading = threading.Thread(target=lambda: results.append(engine.text(image)))
+    try:
+        reading.start()
+        # Far past the timeout: a read still blocked then would be blocked for ever.
+        reading.join(30)
+        assert not reading.is_alive(), "the read is still blocked on the stopped worker"
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # the engine killed it (the fix)
+            os.kill(worker, signal.SIGKILL)
+        reading.join()
+
+    assert results == [""]
+    assert "the OCR worker was lost (no answer in 2 s); this frame has no OCR text" in caplog.text
+    assert not Path(f"/proc/{worker}").exists()  # killed and reaped, not left stopped
+    assert "ECONNREFUSED" in engine.text(drawn(LINES, 12))
+    assert engine.pid not in (None, worker)
 
 
 def process_state(pid: int) -> str:

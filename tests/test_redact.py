@@ -110,6 +110,48 @@ def test_each_kind_is_replaced_by_its_marker(text: str, expected: str) -> None:
     assert redacted(text) == expected
 
 
+# As Tesseract read them off real windows (tests/test_redact_ocr.py): spaces after a JWT's
+# dots and around a Slack token's hyphens, a comma for a dot, 'eyI' for 'eyJ', a line break
+# where the terminal wrapped, a long run of letters split by a space, '@' for 0.
+OCR_READINGS = [
+    ("eyJhbGci0iJIUZI1NiJ9. eyJzdWIi0iIxMjM0In0. dBjftJeZ4CVPmB92K27u", "[REDACTED:jwt]"),
+    ("eyIhbGciOiJIUzI1NiJ9.eyIzdWIiOiIxIn0.c2lnbmF0dXJl", "[REDACTED:jwt]"),
+    ("eyJhbGci0i JIUZIINi JS, eyJzdW1i0i 1OMiJ9,dBjftJeZ4CVPmB92K27uhbU", "[REDACTED:jwt]"),
+    ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIx\nMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4", "[REDACTED:jwt]"),
+    ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.dBj ftJeZ4CVPmB92K27uhbU done", "[REDACTED:jwt] done"),
+    ("xoxb- 263594206564 - 2643817255233 - FGqddMF8tO8v8N70q4i57vs1", "[REDACTED:slack_token]"),
+    (
+        "xoxb-263594206564-2643817255233-FGqddMF8t08v8N7094 iS7vs1 done",
+        "[REDACTED:slack_token] done",
+    ),
+    ("xoxb-263594206564-2643817255233-FGqddMF8t@8v8N70q4i57vs1", "[REDACTED:slack_token]"),
+    ("sk-proj -alB2c3D4e5F6g7H8i9JOk1L2m3N405P6q7R8s9TO done", "[REDACTED:openai_key] done"),
+    (
+        "sk-ant-api03-Xy9a1B2c3D4e5F697H8i 9JOk1L2m3N405P6q7R8s9TOuvwxyzAA done",
+        "[REDACTED:anthropic_key] done",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), OCR_READINGS)
+def test_tokens_as_ocr_reads_them_are_redacted_whole(text: str, expected: str) -> None:
+    assert redacted(text) == expected
+
+
+OCR_LOOKALIKES = [
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl ok, then the next words",
+    "the xoxb- prefix - 2 kinds - see the docs",
+    "eyes, eyebrows. eyelids, eyelashes",
+    "eyJhbGci, and then eyJ again",
+]
+
+
+@pytest.mark.parametrize("text", OCR_LOOKALIKES)
+def test_what_ocr_tolerance_must_not_take(text: str) -> None:
+    expected = text.replace("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl", "[REDACTED:jwt]")
+    assert redacted(text) == expected
+
+
 def test_password_keeps_its_label() -> None:
     assert redacted("password: hunter2") == "password: [REDACTED:password]"
 
@@ -230,6 +272,7 @@ FRAGMENTS = [
     *("-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "\n", " ", "-", "_"),
     *("AKIA", "ghp_", "github_pat_", "sk-", "sk-ant-", "xoxb-1-", "xapp-", "eyJ", ".", "0", "9"),
     *("4111 1111 1111 1111", "4111111111111111", "hunter2", "Abc123def456GHI789jkl012", "İ"),
+    *("eyI", ". ", ", ", "xoxb- ", " - ", "sk-proj -", "a1B2c3D4e5"),  # as OCR reads tokens
 ]
 secretish_text = st.lists(
     st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6)), max_size=40
@@ -370,6 +413,9 @@ ADVERSARIAL: dict[str, Callable[[int], str]] = {
     "digits": lambda n: "1" * n,
     "digit groups": lambda n: "4111 " * (n // 5),
     "jwt prefixes": lambda n: "eyJ" * (n // 3),
+    "jwt segments split as OCR splits them": lambda n: "eyJa1 bC, " * (n // 10),
+    "slack ids spaced as OCR spaces them": lambda n: "xoxb- 1 - " * (n // 10),
+    "token pieces after a signature": lambda n: "eyJabcdefgh.eyJabcdefgh.s1" + " a1" * (n // 3),
     "key headers without body": lambda n: "-----BEGIN PRIVATE KEY-----\n!\n" * (n // 30),
     "key body without footer": lambda n: "-----BEGIN PRIVATE KEY-----\n" + "A" * n,
     "curl users": lambda n: " -u a:" * (n // 6),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +180,21 @@ def test_status_text_names_the_last_tick_redactions_and_hotkey_problem(home: Pat
     assert f"  daemon:    running (pid {os.getpid()}, last tick: captured)" in text
     assert "  redacted:  3 secret(s) this daemon run" in text
     assert "(not active: no X display)" in text
+
+
+def test_status_says_when_a_live_daemon_last_finished_a_capture(home: Path) -> None:
+    # Issue 24, case 5: a capture thread stuck on an OCR worker left the ticks going, and
+    # status said "running" for hours with nothing captured.
+    three_hours_ago = now_us() - 3 * 3600 * 1_000_000
+    HeartbeatFile(home).write(beat(last_capture_us=three_hours_ago, last_outcome="working"))
+    when = datetime.fromtimestamp(three_hours_ago / 1e6).strftime("%Y-%m-%d %H:%M:%S")
+    assert f"  captured:  last at {when} (3.0 h ago)\n" in render(status_of(home))
+
+    HeartbeatFile(home).write(beat())
+    assert "  captured:  nothing yet this run\n" in render(status_of(home))
+
+    HeartbeatFile(home).write(beat(pid=dead_pid(), last_capture_us=three_hours_ago))
+    assert "captured:" not in render(status_of(home))
 
 
 def test_a_heartbeat_that_kept_only_its_tick_shows_no_redaction_count(home: Path) -> None:

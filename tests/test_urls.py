@@ -10,6 +10,8 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from base.config import Config
 from capture.deny import denied
@@ -75,6 +77,22 @@ def test_an_address_longer_than_the_limit_is_never_appended() -> None:
         ("https://u:hunter2@ex.com/inbox", "ex.com/inbox", "hunter2"),
         ("https://b.s3.amazonaws.com/k?X-Amz-Signature=3f9a8b7c6d5e4f3a", "X-Amz", "3f9a8b7c6d"),
         ("https://ex.com/app?session=9f8e7d6c5b4a39281&tab=2", "tab=2", "9f8e7d6c5b4a39281"),
+        # Issue 24: session ids by other names, credentials in the userinfo, a parameter name
+        # percent-encoded, tokens in the path.
+        ("https://ex.com/cart;jsessionid=A1B2C3D4E5F6?x=1", "?x=1", "A1B2C3D4E5F6"),
+        ("https://ex.com/index.php?PHPSESSID=9f8e7d6c5b4a&p=2", "p=2", "9f8e7d6c5b4a"),
+        ("https://ex.com/?session_id=abcdef123456&p=2", "p=2", "abcdef123456"),
+        ("https://:ghp7Tk2LmQ9pZr4WxY@git.ex.com/r.git", "git.ex.com/r.git", "ghp7Tk2LmQ9pZr"),
+        ("https://ghp7Tk2LmQ9pZr4WxY@git.ex.com/r.git", "git.ex.com/r.git", "ghp7Tk2LmQ9pZr"),
+        ("https://ex.com/cb?%63ode=4/0AfJohXk8s7dF2&state=abc", "state=abc", "0AfJohXk8s7dF2"),
+        ("https://ex.com/cb?%74oken=Zx8kQ2mP9vLr4TbN&state=abc", "state=abc", "Zx8kQ2mP9vLr4TbN"),
+        ("https://ex.com/reset/8f3a9c2e7b1d4f6a0c5e/confirm", "/confirm", "8f3a9c2e7b1d4f6a0c5e"),
+        ("https://ex.com/invite/Q7x9Lm2Pq4Rt8Vw1", "ex.com/invite/", "Q7x9Lm2Pq4Rt8Vw1"),
+        (
+            "https://drive.ex.com/file/d/1AbCdEfGhIjKlMnOpQrStUvWxYz012345/view",
+            "/view",
+            "1AbCdEfGh",
+        ),
     ],
 )
 def test_secrets_in_an_address_are_redacted_and_the_rest_kept(
@@ -85,12 +103,30 @@ def test_secrets_in_an_address_are_redacted_and_the_rest_kept(
     assert redact_url(found.text).text == found.text  # redacting twice changes nothing
 
 
+URL_PARTS = [
+    *("https://", "file:///", "u", ":", "@", "/", "?", "&", "#", ";", "=", "%63", "%", "-", "_"),
+    *("code", "session_id", "jsessionid", "reset", "invite", "token", "[REDACTED:", "]"),
+    *("Q7x9Lm2Pq4Rt8Vw1", "1AbCdEfGhIjKlMnOpQrStUvWxYz012345", "hunter2", "ex.com"),
+]
+
+
+@given(st.lists(st.one_of(st.sampled_from(URL_PARTS), st.text(max_size=4)), max_size=30))
+def test_redacting_an_address_twice_changes_nothing(parts: list[str]) -> None:
+    once = redact_url("".join(parts)).text
+    assert redact_url(once).text == once
+
+
 @pytest.mark.parametrize(
     "url",
     [
         "https://en.wikipedia.org/wiki/Quokka?action=edit&section=2",
         "https://ex.com/search?q=password+reset",
         "file:///home/me/notes%20today.html",
+        "https://git@github.com/owner/repo.git",
+        "https://github.com/owner/repo/commit/8f3a9c2e7b1d4f6a0c5e9b2d7a1f3c8e12345678",
+        "https://www.notion.so/My-Page-Title-0123456789abcdef0123456789abcdef",
+        "https://ex.com/blog/2024/a-very-long-slug-of-an-article-title-2024",
+        "https://ex.com/reset/password",
     ],
 )
 def test_an_address_without_secrets_is_unchanged(url: str) -> None:

@@ -139,6 +139,7 @@ class DaemonStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
     started_us: int | None = None
     last_tick_us: int | None = None
     last_outcome: str | None = None
+    last_capture_us: int | None = None
     problem: str | None = None
     trigger: str | None = None
     poll_seconds: float | None = None
