@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from base.fs import ensure_dir
 from eventlog.events import FrameCaptured
-from projector.index import Manifest, open_index
+from projector.index import MANIFEST, Manifest, damage, open_index
 from projector.schema import (
     SCHEMA_VERSION,
     build_schema,
@@ -52,6 +52,9 @@ class SearchWriter:
             manifest = Manifest()  # rebuilt from zero by replaying the log
         self.manifest = manifest
         remove_strays(self.root, manifest)
+        self.damaged = _damaged(root, manifest)
+        """Months whose files changed since the last commit and fail their checksums: the
+        projector rebuilds them from the log before anything else."""
         self._indexes: dict[str, tantivy.Index] = {}
         self._writers: dict[str, tantivy.IndexWriter] = {}
         self._dirty_upto = -1
@@ -189,6 +192,24 @@ def _opens(root: Path, manifest: Manifest) -> bool:
         except (OSError, ValueError):
             return False
     return True
+
+
+def _damaged(root: Path, manifest: Manifest) -> dict[str, str]:
+    """Month → why, for the partitions with a file that fails its checksum, among the files
+    modified since the manifest was last saved: every commit saves it after its files, so a
+    file newer than it was changed by something else (a merge finishing, a hand, a tool).
+    Reading only those keeps a writer's start-up from reading gigabytes; damage that leaves
+    no mark on the file's time is found by a reader, which names ``reindex --views-only``."""
+    try:
+        since = (root / MANIFEST).stat().st_mtime_ns
+    except FileNotFoundError:
+        return {}
+    found = {}
+    for month, name in manifest.partitions.items():
+        why = damage(root / name, newer_than_ns=since)
+        if why is not None:
+            found[month] = why
+    return found
 
 
 def remove_strays(root: Path, manifest: Manifest) -> None:

@@ -152,7 +152,7 @@ class _Log:
         # the pair is apart without reading anything.
         self.short = {(a.id, b.id) for a, b in pairs if 0 < b.id - a.id <= MOST_BETWEEN + 1}
         self.ids: list[int] = []
-        self.places: list[tuple[tantivy.Searcher, tantivy.DocAddress]] = []
+        self.places: list[tuple[tantivy.Index, tantivy.Searcher, tantivy.DocAddress]] = []
         near = [(a, b) for a, b in pairs if (a.id, b.id) in self.short]
         if near:
             self._read(near)
@@ -167,7 +167,7 @@ class _Log:
         lo = partition_of(min(utc_us(a.when) for a, _ in pairs))
         hi = partition_of(max(utc_us(b.when) for _, b in pairs))
         most = sum(b.id - a.id + 1 for a, b in pairs)  # at least all of them
-        found: list[tuple[int, tantivy.Searcher, tantivy.DocAddress]] = []
+        found: list[tuple[int, tantivy.Index, tantivy.Searcher, tantivy.DocAddress]] = []
         for index in self.searcher.views.partitions(lo, hi):
             searcher = index.searcher()
             unsigned, should = tantivy.FieldType.Unsigned, tantivy.Occur.Should
@@ -177,11 +177,17 @@ class _Log:
             ]
             within = tantivy.Query.boolean_query(ranges)
             order = tantivy.Order.Asc
-            result = searcher.search(within, most, count=False, order_by_field="id", order=order)
-            found += [(frame_id, searcher, address) for frame_id, address in result.hits]
+            try:
+                result = searcher.search(
+                    within, most, count=False, order_by_field="id", order=order
+                )
+            except ValueError as exc:
+                self.searcher.views.broke(index, exc)
+                continue
+            found += [(frame_id, index, searcher, address) for frame_id, address in result.hits]
         found.sort(key=lambda f: f[0])  # a frame captured late may sit in an earlier month
-        self.ids = [frame_id for frame_id, _, _ in found]
-        self.places = [(searcher, address) for _, searcher, address in found]
+        self.ids = [frame_id for frame_id, *_ in found]
+        self.places = [(index, searcher, address) for _, index, searcher, address in found]
 
     def one_run(self, a: Hit, b: Hit) -> bool:
         """Whether every visible frame of the log from ``a`` to ``b`` is their window's,
@@ -192,8 +198,12 @@ class _Log:
         stretch = self.places[bisect_left(self.ids, a.id) : bisect_right(self.ids, b.id)]
         window = (a.app, a.title)
         before: set[str] | None = None
-        for searcher, address in stretch:
-            frame = self._frame(searcher.doc(address).to_dict())
+        for index, searcher, address in stretch:
+            try:
+                frame = self._frame(searcher.doc(address).to_dict())
+            except ValueError as exc:  # damaged: the hits stay apart
+                self.searcher.views.broke(index, exc)
+                return False
             if before is None:  # ``a`` comes first
                 before = frame.words
                 if before is None:

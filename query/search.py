@@ -127,7 +127,7 @@ class Searcher:
 
         schema = indexes[0].schema  # one schema serves every partition
         narrowing = app_filter(schema, app, state, span)
-        searchers = [index.searcher() for index in indexes]
+        searchers = [_Month(index, index.searcher()) for index in indexes]
         check = _Check(terms, every) if any(len(t.words) > 1 for t in terms) else None
         if self.blind is None or all(len(t.words) == 1 for t in terms):
             tq = matching(schema, terms, span, narrowing, self.blind, every=every)
@@ -169,7 +169,7 @@ class Searcher:
             return []
         schema = indexes[0].schema
         tq = forgiving(schema, terms, span, app_filter(schema, app, state, span))
-        searchers = [index.searcher() for index in indexes]
+        searchers = [_Month(index, index.searcher()) for index in indexes]
         found = self._top(searchers, tq, limit, app, state.pending_deletions(), None, newest=True)
         for each in found:
             each.hit.score = 0.0  # it held the capture time
@@ -177,7 +177,7 @@ class Searcher:
 
     def _top(
         self,
-        searchers: list[tantivy.Searcher],
+        searchers: list[_Month],
         query: tantivy.Query,
         limit: int,
         app: str | None,
@@ -193,7 +193,7 @@ class Searcher:
         while True:
             candidates: list[tuple[float, int, tantivy.DocAddress]] = []
             exhausted = True
-            for i, hits in enumerate(_search_each(searchers, query, want, newest)):
+            for i, hits in enumerate(self._each_month(searchers, query, want, newest)):
                 exhausted &= len(hits) < want
                 candidates += [(score, i, address) for score, address in hits]
             candidates.sort(key=lambda c: (-c[0], -c[1]))
@@ -201,7 +201,9 @@ class Searcher:
             for score, i, address in candidates:
                 if len(found) >= limit and score < found[-1].hit.score:
                     break  # past the cut; frames tied with the last one are still taken
-                each = self._found(searchers[i].doc(address), score)
+                each = self._doc(searchers[i], address, score)
+                if each is None:
+                    continue
                 if not self._visible(each.hit, app, pending):
                     continue
                 if check is None or self._confirm(each, check):
@@ -233,13 +235,19 @@ class Searcher:
         tq = filters(schema, span, narrowing) or tantivy.Query.all_query()
         out: list[Hit] = []
         for index in indexes:
-            searcher = index.searcher()
-            wanted = min(limit * 2 + 8, max(1, searcher.num_docs))
-            result = searcher.search(tq, wanted, count=False, order_by_field="ts", order=order)
+            month = _Month(index, index.searcher())
+            wanted = min(limit * 2 + 8, max(1, month.searcher.num_docs))
+            try:
+                result = month.searcher.search(
+                    tq, wanted, count=False, order_by_field="ts", order=order
+                )
+            except ValueError as exc:
+                self.views.broke(index, exc)
+                continue
             for _, address in result.hits:
-                hit = self._found(searcher.doc(address), 0.0).hit
-                if self._visible(hit, app, pending):
-                    out.append(hit)
+                found = self._doc(month, address, 0.0)
+                if found is not None and self._visible(found.hit, app, pending):
+                    out.append(found.hit)
             if len(out) >= limit:
                 break
         out.sort(key=lambda h: (h.when, h.id), reverse=newest_first)
@@ -252,11 +260,16 @@ class Searcher:
             raise NotFoundError(f"no frame #{frame_id}: frame ids run from 0 to {MAX_OFFSET}")
         pending = self.views.state().pending_deletions()
         for index in self._indexes(TimeSpan()):
-            searcher = index.searcher()
+            month = _Month(index, index.searcher())
             q = frame_query(index.schema, frame_id)
-            for _, address in searcher.search(q, 1, count=False).hits:
-                found = self._found(searcher.doc(address), 0.0)
-                if self._visible(found.hit, None, pending):
+            try:
+                hits = month.searcher.search(q, 1, count=False).hits
+            except ValueError as exc:
+                self.views.broke(index, exc)
+                continue
+            for _, address in hits:
+                found = self._doc(month, address, 0.0)
+                if found is not None and self._visible(found.hit, None, pending):
                     found.hit.text = self._text(found)
                     return found.hit
         raise NotFoundError(f"no frame #{frame_id} (it may have been deleted or expired)")
@@ -265,6 +278,26 @@ class Searcher:
         return self.views.partitions(*months(span))
 
     # -- results ---------------------------------------------------------------------------
+
+    def _doc(self, month: _Month, address: tantivy.DocAddress, score: float) -> _Found | None:
+        """The hit at ``address``; None where its stored bytes do not read (the month is
+        noted as damaged, and the answer from the rest says it is incomplete)."""
+        try:
+            return self._found(month.searcher.doc(address), score)
+        except ValueError as exc:
+            self.views.broke(month.partition, exc)
+            return None
+
+    def _each_month(
+        self, months: list[_Month], query: tantivy.Query, want: int, newest: bool = False
+    ) -> list[Scored]:
+        """``_search_each`` of every month's searcher; a month whose index breaks the search
+        gives nothing and is noted as damaged."""
+        found = _search_each([m.searcher for m in months], query, want, newest)
+        for month, hits in zip(months, found, strict=True):
+            if isinstance(hits, ValueError):
+                self.views.broke(month.partition, hits)
+        return [[] if isinstance(hits, ValueError) else hits for hits in found]
 
     def _found(self, doc: tantivy.Document, score: float) -> _Found:
         d = doc.to_dict()
@@ -343,6 +376,11 @@ class Searcher:
         return found.hit
 
 
+class _Month(NamedTuple):
+    partition: tantivy.Index
+    searcher: tantivy.Searcher
+
+
 class _Found(NamedTuple):
     """A hit and its text as the index holds it: a frame's text, or its ciphertext."""
 
@@ -403,23 +441,26 @@ Scored = list[tuple[float, "tantivy.DocAddress"]]
 
 def _search_each(
     searchers: list[tantivy.Searcher], query: tantivy.Query, want: int, newest: bool = False
-) -> list[Scored]:
+) -> list[Scored | ValueError]:
     """Each partition's top ``want`` ``(score, address)`` hits, or with ``newest`` its
     latest captured ``(capture time, address)`` (a later time sorts first, as a larger
-    score does).
+    score does); the ValueError of a partition whose bytes break the search.
     Tantivy releases the GIL while it searches, so the partitions are searched on two
     threads (a phrase of common words over 17 months at 1M frames: 46 ms on one, 21 ms on
     two)."""
     global _pool
     import tantivy
 
-    def top(s: tantivy.Searcher) -> Scored:
+    def top(s: tantivy.Searcher) -> Scored | ValueError:
         # Never a top-N above the partition's documents: Tantivy sizes its heap by N.
         n = min(want, max(1, s.num_docs))
-        if newest:
-            order = tantivy.Order.Desc
-            return s.search(query, n, count=False, order_by_field="ts", order=order).hits
-        return s.search(query, n, count=False).hits
+        try:
+            if newest:
+                order = tantivy.Order.Desc
+                return s.search(query, n, count=False, order_by_field="ts", order=order).hits
+            return s.search(query, n, count=False).hits
+        except ValueError as exc:
+            return exc
 
     if len(searchers) < 2:
         return [top(s) for s in searchers]
