@@ -91,7 +91,7 @@ def search(store: MemoryStore, request: SearchRequest) -> Reply[SearchAnswer]:
         ids=[m.hit.id for m in moments],
         matches=[Match.of_moment(m) for m in moments],
         why_empty=why,
-        incomplete=store.views.incomplete(),
+        incomplete="; ".join(filter(None, [moments.incomplete, store.views.incomplete()])) or None,
     )
     return Reply(answer, _noted(search_text(query, moments, start, end, app, why), answer))
 

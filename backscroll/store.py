@@ -45,7 +45,7 @@ from query.views import ViewReader
 
 if TYPE_CHECKING:
     from backscroll.crypto import FrameCrypto
-    from query.moments import Moment
+    from query.moments import Moments
 
 CONTROL_TYPES = frozenset(TYPE_CODES.values()) - {FRAME_TYPE}
 CONFIG_FILE = "config.json"
@@ -237,8 +237,9 @@ class MemoryStore:
         end: datetime | None = None,
         app: str | None = None,
         limit: int = 15,
-    ) -> list[Moment]:
-        """``search``, near-duplicate frames of one window grouped: ``limit`` moments."""
+    ) -> Moments:
+        """``search``, near-duplicate frames of one window grouped: ``limit`` moments, or
+        fewer with ``Moments.incomplete`` saying why where more frames matched."""
         from query.moments import search_moments
 
         return search_moments(self.searcher(), query, TimeSpan(start, end), app, limit)

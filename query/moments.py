@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     import tantivy
 
-__all__ = ["SIMILAR", "Moment", "group", "search_moments"]
+__all__ = ["SIMILAR", "Moment", "Moments", "group", "search_moments"]
 
 # 0.65, measured by ``python -m bench.moments`` on 40-line views of the benchmark corpus's
 # real texts (bench/results/moments.txt): a view scrolled by 1-5 lines scored >= 0.65 in
@@ -71,20 +71,39 @@ class Moment(msgspec.Struct, kw_only=True):
         return self.frames[-1].when
 
 
+class Moments(list[Moment]):
+    """A search's moments, best first, and why there may be more it did not show.
+
+    A list, so that every caller that wants the moments alone has them as before."""
+
+    incomplete: str | None = None
+    """Set when the search stopped at ``MOST_HITS`` frames with fewer than ``limit``
+    moments: a window seen thousands of times held every one of them, and other windows'
+    matches rank below it."""
+
+
 def search_moments(
     searcher: Searcher,
     query: str,
     span: TimeSpan = TimeSpan(),
     app: str | None = None,
     limit: int = 15,
-) -> list[Moment]:
-    """The best ``limit`` moments for ``query``: ``limit`` counts moments, not frames."""
+) -> Moments:
+    """The best ``limit`` moments for ``query``: ``limit`` counts moments, not frames. Fewer
+    only when no more frames match, or with ``incomplete`` saying why."""
     want = min(limit * FETCH, MOST_HITS)
     while True:
         hits = searcher.search(query, span, app, want)
-        found = group(searcher, hits)
-        if len(found) >= limit or len(hits) < want or want >= MOST_HITS:
-            return found[:limit]
+        found = Moments(group(searcher, hits)[:limit])
+        if len(found) >= limit or len(hits) < want:
+            return found
+        if want >= MOST_HITS:
+            found.incomplete = (
+                f"the best {len(hits):,} matching frames are all in these {len(found)} "
+                "moment(s), and other matches rank below them: narrow the search (an app, a "
+                "time span, another word) to see them"
+            )
+            return found
         want = min(want * 3, MOST_HITS)
 
 
