@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from backscroll.mcp_server import build_server
 from backscroll.store import MemoryStore
 from projector.index import Manifest
 from tests.helpers import populate, run
+from tests.test_read_only import answered, cli, read_only, snapshot
 
 MONTHS = ("2026-09", "2026-10", "2026-11")
 PER_MONTH = 10
@@ -162,3 +164,38 @@ def test_the_agent_is_told_a_search_is_incomplete_not_given_an_error(months: Pat
     assert "2026-10 is damaged" in result.structured_content["incomplete"]
     text = "".join(getattr(block, "text", "") for block in result.content)
     assert "incomplete: the search view of 2026-10 is damaged" in text
+
+
+def test_a_damaged_month_on_a_read_only_mount_is_said_and_nothing_is_written(
+    months: Path, tmp_path: Path
+) -> None:
+    """Issue 24, case 7 (a read-only home could not be searched: the views' lock file) is
+    fixed by reads never writing (``test_read_only.py``); with a damaged month as well, the
+    reader answers, says so, and still writes nothing."""
+    damage_store_file(months, "2026-10", "body")
+    before = snapshot(months)
+    with read_only(months, tmp_path / "ro") as home:
+        done = answered(cli(home, "search", "invoice", "--json", "--limit", "50"))
+        found = json.loads(done)
+        assert len(found["matches"]) >= 2 * PER_MONTH and REBUILD in found["incomplete"]
+        assert "1 problem(s)" in answered(cli(home, "verify"), codes=(1,))
+    assert snapshot(months) == before
+
+
+@pytest.mark.parametrize("how", ["meta.json damaged", "folder removed"])
+def test_a_month_that_does_not_open_is_said_and_rebuilt_by_the_next_writer(
+    months: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    folder = month_folder(months, "2026-10")
+    if how == "folder removed":
+        shutil.rmtree(folder)
+    else:
+        (folder / "meta.json").write_text('{"segm')
+    found = searched(capsys)
+    assert len(found["matches"]) == 2 * PER_MONTH
+    assert found["incomplete"].startswith("the search view of 2026-10 is damaged (")
+    assert run(capsys, "verify")[0] == 1
+    with MemoryStore(write=True):
+        pass
+    found = searched(capsys)
+    assert len(found["matches"]) == 3 * PER_MONTH and found["incomplete"] is None
