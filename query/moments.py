@@ -77,9 +77,9 @@ class Moments(list[Moment]):
     A list, so that every caller that wants the moments alone has them as before."""
 
     incomplete: str | None = None
-    """Set when the search stopped at ``MOST_HITS`` frames with fewer than ``limit``
-    moments: a window seen thousands of times held every one of them, and other windows'
-    matches rank below it."""
+    """Set when the search may have left matching frames out: it stopped at ``MOST_HITS``
+    frames with fewer than ``limit`` moments (a window seen thousands of times held every
+    one of them, and other windows' matches rank below it), or ``Searcher.incomplete``."""
 
 
 def search_moments(
@@ -95,16 +95,24 @@ def search_moments(
     while True:
         hits = searcher.search(query, span, app, want)
         found = Moments(group(searcher, hits)[:limit])
+        found.incomplete = searcher.incomplete
         if len(found) >= limit or len(hits) < want:
             return found
         if want >= MOST_HITS:
-            found.incomplete = (
-                f"the best {len(hits):,} matching frames are all in these {len(found)} "
-                "moment(s), and other matches rank below them: narrow the search (an app, a "
-                "time span, another word) to see them"
+            found.incomplete = "; ".join(
+                filter(None, [searcher.incomplete, _crowded(len(hits), len(found))])
             )
             return found
         want = min(want * 3, MOST_HITS)
+
+
+def _crowded(hits: int, moments: int) -> str:
+    """Why fewer moments than asked came back though more frames match."""
+    return (
+        f"the best {hits:,} matching frames are all in these {moments} "
+        "moment(s), and other matches rank below them: narrow the search (an app, a "
+        "time span, another word) to see them"
+    )
 
 
 def group(searcher: Searcher, hits: list[Hit]) -> list[Moment]:

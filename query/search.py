@@ -83,6 +83,8 @@ class Searcher:
         self.views = views
         self.decrypt = decrypt
         self.blind = blind
+        self.incomplete: str | None = None
+        """Why the last ``search`` may have left matching frames out; None when it did not."""
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -100,6 +102,7 @@ class Searcher:
         else near misses with some of them (``Hit.near_miss``)."""
         _check_app(app)
         terms = parse_query(query)
+        self.incomplete = None
         found = self._search(terms, span, app, limit, every=True)
         if not found and fuzzy and any(forgivable(t) for t in terms):
             found = self._forgiving(terms, span, app, limit)
@@ -148,6 +151,12 @@ class Searcher:
             sealed = tantivy.Query.boolean_query([(must, sealed), (must, encrypted)])
             found = self._top(searchers, plain, limit, app, pending, None)
             found += self._top(searchers, sealed, limit, app, pending, check)
+        if check is not None and check.left_out:
+            self.incomplete = (
+                f"{len(check.left_out):,} encrypted frame(s) with the words of the phrase were "
+                f"not checked for it (a search decrypts at most {PHRASE_CHECKS}): another word "
+                "or a narrower search finds them"
+            )
         # Ties broken by frame id (newest first), not by where a segment put them, so the
         # same store answers the same way however its index was built.
         found.sort(key=lambda f: (-f.hit.score, -f.hit.id))
@@ -342,6 +351,7 @@ class Searcher:
             return True
         if hit.id not in check.done:
             if len(check.done) >= PHRASE_CHECKS:
+                check.left_out.add(hit.id)
                 return False
             text = self._decrypted(found)
             words = tokens.words(text) if text is not None else []
@@ -397,6 +407,8 @@ class _Check:
         self.terms = terms
         self.every = every
         self.done: dict[int, bool] = {}
+        self.left_out: set[int] = set()
+        """Frames past the budget, not checked: they may have had the phrase."""
 
     def holds(self, *places: list[str]) -> bool:
         def has(term: Term) -> bool:
