@@ -114,6 +114,14 @@ def _sound(data: bytes) -> bool:
     return bool(crc == zlib.crc32(memoryview(data)[: -8 - length]))
 
 
+def broken(exc: BaseException) -> bool:
+    """Whether ``exc`` is a read of an index failing on its bytes: Tantivy's ValueError, or a
+    panic of its Rust code (damaged postings or fast fields panicked in a search), which pyo3
+    raises as a ``PanicException`` deriving from BaseException, past ``except Exception``.
+    Its module exists only once a panic was raised: matched by name."""
+    return isinstance(exc, ValueError) or type(exc).__name__ == "PanicException"
+
+
 LINK_ATTEMPTS = 3
 """A commit may remove files between the listing and Tantivy opening them: list again."""
 

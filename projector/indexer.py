@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from base.fs import ensure_dir
 from eventlog.events import FrameCaptured
-from projector.index import MANIFEST, Manifest, damage, open_index
+from projector.index import MANIFEST, Manifest, broken, damage, open_index
 from projector.schema import (
     SCHEMA_VERSION,
     build_schema,
@@ -189,7 +189,9 @@ def _opens(root: Path, manifest: Manifest) -> bool:
             return False  # opening would quietly create an empty index in its place
         try:
             open_index(root / name)
-        except (OSError, ValueError):
+        except BaseException as exc:
+            if not (isinstance(exc, OSError) or broken(exc)):
+                raise
             return False
     return True
 

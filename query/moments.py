@@ -22,6 +22,7 @@ import msgspec
 
 from base import tokens
 from base.errors import DecryptionError
+from projector.index import broken
 from projector.schema import frame_meta, partition_of
 from projector.state import Deletion, matches
 from query._queries import TimeSpan, utc_us
@@ -208,7 +209,9 @@ class _Log:
                 result = searcher.search(
                     within, most, count=False, order_by_field="id", order=order
                 )
-            except ValueError as exc:
+            except BaseException as exc:
+                if not broken(exc):
+                    raise
                 self.searcher.views.broke(index, exc)
                 continue
             found += [(frame_id, index, searcher, address) for frame_id, address in result.hits]
@@ -228,7 +231,9 @@ class _Log:
         for index, searcher, address in stretch:
             try:
                 frame = self._frame(searcher.doc(address).to_dict())
-            except ValueError as exc:  # damaged: the hits stay apart
+            except BaseException as exc:  # damaged: the hits stay apart
+                if not broken(exc):
+                    raise
                 self.searcher.views.broke(index, exc)
                 return False
             if before is None:  # ``a`` comes first

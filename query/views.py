@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from base.home import Layout
-from projector.index import MANIFEST, REBUILD, Manifest, damage, open_to_read
+from projector.index import MANIFEST, REBUILD, Manifest, broken, damage, open_to_read
 from projector.state import STATE_FILE, State
 
 if TYPE_CHECKING:
@@ -70,7 +70,9 @@ class ViewReader:
                 index = self._indexes.get(name)
                 if index is None or mtime != self._meta_mtimes.get(name):
                     index = self._indexes[name] = open_to_read(self.layout.search / name)
-            except (OSError, ValueError) as exc:
+            except BaseException as exc:
+                if not (isinstance(exc, OSError) or broken(exc)):
+                    raise
                 if isinstance(exc, FileNotFoundError) and self._switched(month, name):
                     continue  # a rebuild replaced it since the manifest was read
                 self._damaged_month(name, exc)
@@ -83,13 +85,13 @@ class ViewReader:
         manifest = self.manifest()
         return manifest is None or manifest.partitions.get(month) != name
 
-    def broke(self, index: tantivy.Index, exc: Exception) -> None:
+    def broke(self, index: tantivy.Index, exc: BaseException) -> None:
         """A read of ``index`` failed on its bytes: note its month as damaged."""
         for name, opened in self._indexes.items():
             if opened is index:
                 self._damaged_month(name, exc)
 
-    def _damaged_month(self, name: str, exc: Exception) -> None:
+    def _damaged_month(self, name: str, exc: BaseException) -> None:
         """Named by the file that fails its checksum where one does (Tantivy's own messages
         run to several lines of its internals)."""
         try:
@@ -117,7 +119,7 @@ class ViewReader:
         return f"{what}; {REBUILD}"
 
 
-def _why(exc: Exception) -> str:
+def _why(exc: BaseException) -> str:
     if isinstance(exc, OSError):
         return exc.strerror or type(exc).__name__
     return "it does not decode" if isinstance(exc, msgspec.DecodeError) else "it does not read"

@@ -199,3 +199,23 @@ def test_a_month_that_does_not_open_is_said_and_rebuilt_by_the_next_writer(
         pass
     found = searched(capsys)
     assert len(found["matches"]) == 3 * PER_MONTH and found["incomplete"] is None
+
+
+def test_a_month_whose_damaged_fast_fields_panic_tantivy_is_said_not_a_traceback(
+    months: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Damaged fast fields (the capture times a timeline sorts by) make Tantivy's Rust code
+    panic as it opens the month, which pyo3 raises past ``except Exception``."""
+    path = max(month_folder(months, "2026-10").glob("*.fast"), key=lambda p: p.stat().st_size)
+    data = bytearray(path.read_bytes())
+    for at in range(8, len(data) - 120, 7):
+        data[at] ^= 0x5A
+    path.write_bytes(bytes(data))
+    found = searched(capsys)
+    assert len(found["matches"]) == 2 * PER_MONTH
+    assert ".fast fails its checksum" in found["incomplete"]
+    code, out, _ = run(capsys, "timeline", "--json")
+    assert code == 0 and REBUILD in json.loads(out)["incomplete"]
+    with MemoryStore(write=True):
+        pass
+    assert len(searched(capsys)["matches"]) == 3 * PER_MONTH
