@@ -229,6 +229,7 @@ def export(store: MemoryStore, request: ExportRequest) -> ExportAnswer:
         format=request.format,
         frames=result.frames,
         thumbnails=result.thumbnails,
+        incomplete=store.views.incomplete(),
     )
 
 

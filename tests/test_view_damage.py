@@ -219,3 +219,14 @@ def test_a_month_whose_damaged_fast_fields_panic_tantivy_is_said_not_a_traceback
     with MemoryStore(write=True):
         pass
     assert len(searched(capsys)["matches"]) == 3 * PER_MONTH
+
+
+def test_an_export_from_a_damaged_view_says_it_is_incomplete(
+    months: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    damage_store_file(months, "2026-10", "footer")
+    out = tmp_path / "out"
+    code, said, err = run(capsys, "export", "--out", str(out), "--format", "json")
+    assert code == 0 and "exported 20 frame(s)" in said
+    assert err.startswith("incomplete: the search view of 2026-10 is damaged") and REBUILD in err
+    assert len(json.loads((out / "frames.json").read_text())["frames"]) == 2 * PER_MONTH

@@ -260,6 +260,9 @@ class ExportAnswer(Scope, kw_only=True, tag="export"):
     frames: int
     thumbnails: int
     approved: Literal[True] = True
+    incomplete: str | None = None
+    """Why the export may lack frames (a damaged view it could not read, and the command
+    that rebuilds it); None when it is whole."""
 
 
 class Refusal(msgspec.Struct, kw_only=True, omit_defaults=True):
