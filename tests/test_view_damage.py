@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from backscroll.contract.screen_memory import ContextRequest, StretchesRequest
 from backscroll.mcp_server import build_server
+from backscroll.screen_memory import recent_context, recent_stretches
 from backscroll.store import MemoryStore
 from projector.index import Manifest
-from tests.helpers import populate, run
+from tests.helpers import ago, populate, run
 from tests.test_read_only import answered, cli, read_only, snapshot
 
 MONTHS = ("2026-09", "2026-10", "2026-11")
@@ -230,3 +232,19 @@ def test_an_export_from_a_damaged_view_says_it_is_incomplete(
     assert code == 0 and "exported 20 frame(s)" in said
     assert err.startswith("incomplete: the search view of 2026-10 is damaged") and REBUILD in err
     assert len(json.loads((out / "frames.json").read_text())["frames"]) == 2 * PER_MONTH
+
+
+def test_the_recent_context_tools_say_when_a_damaged_month_hid_windows(
+    backscroll_home: Path,
+) -> None:
+    populate([{"ts": ago(5), "app": "Terminal", "title": "zsh", "text": "make test"}])
+    manifest = Manifest.load(backscroll_home / "views" / "search")
+    assert manifest is not None
+    [month] = manifest.partitions
+    damage_store_file(backscroll_home, month, "footer")
+    context = recent_context(backscroll_home, ContextRequest(minutes=60))
+    stretches = recent_stretches(backscroll_home, StretchesRequest(minutes=60))
+    for answer in (context, stretches):
+        assert answer.incomplete is not None
+        assert f"the search view of {month} is damaged" in answer.incomplete
+        assert REBUILD in answer.incomplete
