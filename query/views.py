@@ -47,8 +47,9 @@ class ViewReader:
         if mtime != self._manifest_mtime:
             try:
                 self._manifest = msgspec.json.decode(path.read_bytes(), type=Manifest)
+                self.damaged.pop(MANIFEST_VIEW, None)
             except (OSError, msgspec.DecodeError) as exc:
-                self.damaged["the search view's manifest"] = _why(exc)
+                self.damaged[MANIFEST_VIEW] = _why(exc)
                 self._manifest = None
             self._manifest_mtime = mtime
         return self._manifest
@@ -70,6 +71,7 @@ class ViewReader:
                 index = self._indexes.get(name)
                 if index is None or mtime != self._meta_mtimes.get(name):
                     index = self._indexes[name] = open_to_read(self.layout.search / name)
+                    self.damaged.pop(_month_view(name), None)  # rebuilt, or it was never
             except BaseException as exc:
                 if not (isinstance(exc, OSError) or broken(exc)):
                     raise
@@ -98,14 +100,15 @@ class ViewReader:
             why = damage(self.layout.search / name) or _why(exc)
         except OSError as missing:
             why = _why(missing)
-        self.damaged[f"the search view of {name.rsplit('.g', 1)[0]}"] = why
+        self.damaged[_month_view(name)] = why
 
     def state(self) -> State:
         state = State.load(self.layout.views)
-        if state is None:
-            if (self.layout.views / STATE_FILE).exists():
-                self.damaged["the state view"] = "it does not decode"
-            state = State()
+        if state is None and (self.layout.views / STATE_FILE).exists():
+            self.damaged[STATE_VIEW] = "it does not decode"
+        else:
+            self.damaged.pop(STATE_VIEW, None)
+        state = state or State()
         for offset, event in self.controls:
             if offset > state.position:
                 state.apply(offset, event)
@@ -117,6 +120,15 @@ class ViewReader:
             return None
         what = "; ".join(f"{view} is damaged ({why})" for view, why in self.damaged.items())
         return f"{what}; {REBUILD}"
+
+
+MANIFEST_VIEW = "the search view's manifest"
+STATE_VIEW = "the state view"
+
+
+def _month_view(name: str) -> str:
+    """How a month's partition is named to a person: by its month, not its generation."""
+    return f"the search view of {name.rsplit('.g', 1)[0]}"
 
 
 def _why(exc: BaseException) -> str:

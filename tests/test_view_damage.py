@@ -111,8 +111,13 @@ def test_the_next_writer_rebuilds_a_damaged_month_from_the_log(
     months: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     damage_store_file(months, "2026-10", "body")
-    with MemoryStore(write=True):
-        pass
+    with MemoryStore() as reader:  # a long-lived reader, as an agent's server may hold
+        reader.moments("invoice", limit=50)
+        assert "2026-10" in (reader.views.incomplete() or "")
+        with MemoryStore(write=True):
+            pass
+        assert len(reader.moments("invoice", limit=50)) == 3 * PER_MONTH
+        assert reader.views.incomplete() is None
     found = searched(capsys)
     assert len(found["matches"]) == 3 * PER_MONTH and found["incomplete"] is None
     assert run(capsys, "verify")[:2] == (0, "healthy\n")
