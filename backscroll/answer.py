@@ -40,7 +40,7 @@ from backscroll.contract import (
     TimelineRequest,
     local,
 )
-from base.errors import UsageError
+from base.errors import NotFoundError, UsageError
 
 if TYPE_CHECKING:
     from backscroll.store import MemoryStore
@@ -91,8 +91,9 @@ def search(store: MemoryStore, request: SearchRequest) -> Reply[SearchAnswer]:
         ids=[m.hit.id for m in moments],
         matches=[Match.of_moment(m) for m in moments],
         why_empty=why,
+        incomplete="; ".join(filter(None, [moments.incomplete, store.views.incomplete()])) or None,
     )
-    return Reply(answer, search_text(query, moments, start, end, app, why))
+    return Reply(answer, _noted(search_text(query, moments, start, end, app, why), answer))
 
 
 def timeline(store: MemoryStore, request: TimelineRequest) -> Reply[TimelineAnswer]:
@@ -111,15 +112,22 @@ def timeline(store: MemoryStore, request: TimelineRequest) -> Reply[TimelineAnsw
         frames=[Frame.of(h) for h in hits],
         groups=len(group_hits(hits)),
         why_empty=why,
+        incomplete=store.views.incomplete(),
     )
-    return Reply(answer, timeline_text(hits, start, end, app, why))
+    return Reply(answer, _noted(timeline_text(hits, start, end, app, why), answer))
 
 
 def show(store: MemoryStore, request: ShowRequest) -> Shown:
     """A frame in full, with its decrypted thumbnail when asked for."""
     from query.render import show_text
 
-    hit = store.get(request.id)
+    try:
+        hit = store.get(request.id)
+    except NotFoundError as exc:
+        damaged = store.views.incomplete()
+        if damaged is None:
+            raise
+        raise NotFoundError(f"{exc}, or in a damaged view: {damaged}") from None
     jpeg = store.thumbnail(hit) if request.include_image else None
     answer = ShowAnswer(**Frame.fields(hit), text=hit.text, problem=hit.problem)
     return Shown(answer, show_text(hit), jpeg)
@@ -221,7 +229,13 @@ def export(store: MemoryStore, request: ExportRequest) -> ExportAnswer:
         format=request.format,
         frames=result.frames,
         thumbnails=result.thumbnails,
+        incomplete=store.views.incomplete(),
     )
+
+
+def _noted(text: str, answer: SearchAnswer | TimelineAnswer) -> str:
+    """The text, with the answer's note that it is incomplete last, where it is."""
+    return f"{text}\nincomplete: {answer.incomplete}" if answer.incomplete else text
 
 
 def _at(when: datetime | None) -> datetime | None:

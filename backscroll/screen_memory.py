@@ -78,12 +78,14 @@ def recent_context(home: Home, request: ContextRequest) -> RecentContext:
             for group in latest[:CONTEXT_WINDOWS]
         ]
         why = None if hits else store.why_empty(start, None, None)
+        incomplete = store.views.incomplete()
     return RecentContext(
         minutes=minutes,
         since=start,
         windows=entries,
         more_windows=max(0, len(latest) - CONTEXT_WINDOWS),
         why_empty=why,
+        incomplete=incomplete,
     )
 
 
@@ -95,6 +97,7 @@ def recent_stretches(home: Home, request: StretchesRequest) -> RecentStretches:
     with MemoryStore(home) as store:
         hits = _recent(store, start)
         why = None if hits else store.why_empty(start, None, None)
+        incomplete = store.views.incomplete()
     segments = [
         Stretch(
             app=group[0].app,
@@ -106,7 +109,9 @@ def recent_stretches(home: Home, request: StretchesRequest) -> RecentStretches:
         )
         for group in group_hits(hits)[::-1][:limit]
     ]
-    return RecentStretches(minutes=minutes, since=start, segments=segments, why_empty=why)
+    return RecentStretches(
+        minutes=minutes, since=start, segments=segments, why_empty=why, incomplete=incomplete
+    )
 
 
 def _recent(store: MemoryStore, start: datetime) -> list[Hit]:

@@ -60,6 +60,7 @@ def collect(store: MemoryStore) -> Status:
         search="tantivy",
         views_lag=store.lag,
         views_behind_why=store.behind_why,
+        views_damaged=_views_damaged(store),
         config_problem=store.config_problem,
         config_weakened=_weakened(state.weakened),
         damage=[_damage(d) for d in state.damage] + _lost(store),
@@ -114,6 +115,8 @@ def render(info: Status) -> str:
         lines.append(
             "  warning:   the cryptography package is missing: frames are stored unencrypted"
         )
+    if info.views_damaged:
+        lines.append(f"  views:     {info.views_damaged}")
     if info.config_problem:
         lines.append(f"  config:    {info.config_problem}")
     if info.config_weakened:
@@ -241,3 +244,10 @@ def _iso(us: int | None) -> str | None:
     if not us:
         return None
     return datetime.fromtimestamp(us / 1e6).strftime(LOCAL_SECOND)
+
+
+def _views_damaged(store: MemoryStore) -> str | None:
+    """The views met damaged: the state and the search view's manifest, which ``status``
+    reads (a month's index is met by the reads that open it)."""
+    store.views.manifest()
+    return store.views.incomplete()

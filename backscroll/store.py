@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from backscroll.crypto import FrameCrypto
     from backscroll.stats import Stats
     from projector.runner import Progress, Projector
-    from query.moments import Moment
+    from query.moments import Moments
     from query.search import Hit, Searcher
 
 CONTROL_TYPES = frozenset(TYPE_CODES.values()) - {FRAME_TYPE}
@@ -245,8 +245,9 @@ class MemoryStore:
         end: datetime | None = None,
         app: str | None = None,
         limit: int = 15,
-    ) -> list[Moment]:
-        """``search``, near-duplicate frames of one window grouped: ``limit`` moments."""
+    ) -> Moments:
+        """``search``, near-duplicate frames of one window grouped: ``limit`` moments, or
+        fewer with ``Moments.incomplete`` saying why where more frames matched."""
         from query.moments import search_moments
         from query.search import TimeSpan
 

@@ -305,6 +305,8 @@ class MemoryManageTool(_Tool):
                 f"Exported {result.frames} frame(s) and {result.thumbnails} thumbnail(s), "
                 f"decrypted, to {result.path}."
             )
+            if result.incomplete:
+                output += f"\nincomplete: {result.incomplete}"
             return answered(result, output)
 
         return await self._run(work)

@@ -7,6 +7,8 @@ import random
 
 from backscroll.store import MemoryStore
 from eventlog.events import FRAME_TYPE, FrameCaptured
+from projector.index import REBUILD, damage
+from projector.schema import partition_of
 
 SAMPLE = 200
 
@@ -35,10 +37,16 @@ def verify_store(store: MemoryStore) -> list[str]:
         problems.append(f"state view position {state.position} is past the log tail {tail}")
     if manifest is not None and manifest.position > tail:
         problems.append(f"search view position {manifest.position} is past the log tail {tail}")
+    damaged = _damaged_months(store)
+    problems += [
+        f"search view of {month} damaged ({why}): {REBUILD}" for month, why in damaged.items()
+    ]
     pending = state.pending_deletions()
     searcher = store.searcher()
     applied = min(state.position, manifest.position if manifest else -1)
-    candidates = [f for f in frames if f.frame_id <= applied]
+    candidates = [
+        f for f in frames if f.frame_id <= applied and partition_of(f.captured_us) not in damaged
+    ]
     for frame in random.Random(0).sample(candidates, min(SAMPLE, len(candidates))):
         if pending:
             break
@@ -50,4 +58,23 @@ def verify_store(store: MemoryStore) -> list[str]:
         seen = (hit.app, hit.title, hit.url, hit.encrypted)
         if seen != (frame.app, frame.title, frame.url, frame.encrypted):
             problems.append(f"search view document of frame #{frame.frame_id} differs from the log")
+    problems += [
+        f"{view.removeprefix('the ')} damaged ({why}): {REBUILD}"
+        for view, why in store.views.damaged.items()
+        if not view.startswith("the search view of ")  # counted above, with its file
+    ]
     return problems
+
+
+def _damaged_months(store: MemoryStore) -> dict[str, str]:
+    """Month → why, for each partition with a file that fails its checksum (read whole)."""
+    manifest = store.views.manifest()
+    found = {}
+    for month, name in sorted(manifest.partitions.items() if manifest else ()):
+        try:
+            why = damage(store.layout.search / name)
+        except OSError as exc:
+            why = exc.strerror or type(exc).__name__
+        if why is not None:
+            found[month] = why
+    return found

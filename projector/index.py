@@ -13,7 +13,10 @@ after its next commit, never reloaded.
 from __future__ import annotations
 
 import errno
+import json
 import os
+import struct
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,6 +58,69 @@ def open_index(path: Path, schema: tantivy.Schema | None = None) -> tantivy.Inde
     index = tantivy.Index(schema or build_schema(), path=str(path), reuse=True)
     register_analyzers(index)
     return index
+
+
+REBUILD = "`backscroll reindex --views-only` rebuilds the views from the log"
+"""What a reader that meets a damaged view tells the person (it writes nothing itself)."""
+
+SEGMENT_FILES = ("store", "term", "idx", "pos", "fast", "fieldnorm")
+FOOTER_MAGIC = 1337
+"""Tantivy ends every file of an index with a JSON footer holding the CRC-32 of the bytes
+before it, then the footer's length and this number, each a little-endian u32."""
+
+
+def damage(path: Path, newer_than_ns: int = -1, read: list[str] | None = None) -> str | None:
+    """Why the partition at ``path`` is damaged (its meta.json does not decode, or a file of
+    a segment it lists fails its checksum), or None. Only the files modified at or after
+    ``newer_than_ns`` are read (their names go to ``read``): a writer checks what changed
+    since its last commit, ``verify`` everything. Files no segment lists are a commit that
+    never happened (a writer killed mid-way), which Tantivy removes: not the index's.
+
+    Opening an index reads its meta.json and footers only: a damaged stored-text block
+    opened fine and broke every read that reached it."""
+    try:
+        meta = json.loads((path / "meta.json").read_bytes())
+        names: set[str] = set()
+        for segment in meta["segments"]:
+            stem = segment["segment_id"].replace("-", "")
+            names.update(f"{stem}.{ext}" for ext in SEGMENT_FILES)
+            if segment.get("deletes"):
+                names.add(f"{stem}.{segment['deletes']['opstamp']}.del")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return "meta.json does not decode"
+    for name in sorted(names):
+        try:
+            if (path / name).stat().st_mtime_ns < newer_than_ns:
+                continue
+            data = (path / name).read_bytes()
+            if read is not None:
+                read.append(name)
+        except FileNotFoundError:
+            return f"{name} is missing"  # Tantivy writes every file of a segment, always
+        if not _sound(data):
+            return f"{name} fails its checksum"
+    return None
+
+
+def _sound(data: bytes) -> bool:
+    if len(data) < 8:
+        return False
+    length, magic = struct.unpack("<II", data[-8:])
+    if magic != FOOTER_MAGIC or length > len(data) - 8:
+        return False
+    try:
+        crc = json.loads(data[-8 - length : -8])["crc"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    return bool(crc == zlib.crc32(memoryview(data)[: -8 - length]))
+
+
+def broken(exc: BaseException) -> bool:
+    """Whether ``exc`` is a read of an index failing on its bytes: Tantivy's ValueError, or a
+    panic of its Rust code (damaged postings or fast fields panicked in a search), which pyo3
+    raises as a ``PanicException`` deriving from BaseException, past ``except Exception``.
+    Its module exists only once a panic was raised: matched by name."""
+    return isinstance(exc, ValueError) or type(exc).__name__ == "PanicException"
 
 
 LINK_ATTEMPTS = 3

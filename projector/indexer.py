@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from base.fs import ensure_dir
 from eventlog.events import FrameCaptured
-from projector.index import Manifest, open_index
+from projector.index import MANIFEST, Manifest, broken, damage, open_index
 from projector.schema import (
     SCHEMA_VERSION,
     build_schema,
@@ -52,6 +52,15 @@ class SearchWriter:
             manifest = Manifest()  # rebuilt from zero by replaying the log
         self.manifest = manifest
         remove_strays(self.root, manifest)
+        read: list[str] = []
+        self.damaged = _damaged(root, manifest, read)
+        """Months whose files changed since the last commit and fail their checksums: the
+        projector rebuilds them from the log before anything else."""
+        if read and not self.damaged:
+            # Sound: saved again, so that the next writer does not read them again (a
+            # merge's files, which Tantivy finishes after the last commit saved it, would
+            # otherwise be read by every writer until the next commit).
+            manifest.save(root)
         self._indexes: dict[str, tantivy.Index] = {}
         self._writers: dict[str, tantivy.IndexWriter] = {}
         self._dirty_upto = -1
@@ -186,9 +195,29 @@ def _opens(root: Path, manifest: Manifest) -> bool:
             return False  # opening would quietly create an empty index in its place
         try:
             open_index(root / name)
-        except (OSError, ValueError):
+        except BaseException as exc:
+            if not (isinstance(exc, OSError) or broken(exc)):
+                raise
             return False
     return True
+
+
+def _damaged(root: Path, manifest: Manifest, read: list[str]) -> dict[str, str]:
+    """Month → why, for the partitions with a file that fails its checksum, among the files
+    modified since the manifest was last saved: every commit saves it after its files, so a
+    file newer than it was changed by something else (a merge finishing, a hand, a tool).
+    Reading only those keeps a writer's start-up from reading gigabytes; damage that leaves
+    no mark on the file's time is found by a reader, which names ``reindex --views-only``."""
+    try:
+        since = (root / MANIFEST).stat().st_mtime_ns
+    except FileNotFoundError:
+        return {}
+    found = {}
+    for month, name in manifest.partitions.items():
+        why = damage(root / name, newer_than_ns=since, read=read)
+        if why is not None:
+            found[month] = why
+    return found
 
 
 def remove_strays(root: Path, manifest: Manifest) -> None:

@@ -98,6 +98,13 @@ class Projector:
         was appended: return at once, without reading (a command's start-up would otherwise
         re-scan up to 64 MB of active segment to learn that).
         """
+        if self.search.damaged:
+            for month, why in sorted(self.search.damaged.items()):
+                log.warning(
+                    "the search view of %s is damaged (%s): rebuilt from the log", month, why
+                )
+            self.rebuild_months(set(self.search.damaged))
+            self.search.damaged = {}
         mark = self.log.mark()
         if mark == self.state.log_mark and not self.state.pending_deletions():
             return 0

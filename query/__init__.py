@@ -17,7 +17,7 @@ from base.fronts import lazy_names
 
 if TYPE_CHECKING:
     from query.explain import why_empty
-    from query.moments import Moment, search_moments
+    from query.moments import Moment, Moments, search_moments
     from query.parse import Term, parse_query
     from query.render import (
         group_hits,
@@ -38,6 +38,7 @@ __all__ = [
     "Decrypt",
     "Hit",
     "Moment",
+    "Moments",
     "Searcher",
     "Term",
     "TimeSpan",
@@ -62,6 +63,7 @@ _WHERE = {
     "Decrypt": "query.search",
     "Hit": "query.search",
     "Moment": "query.moments",
+    "Moments": "query.moments",
     "Searcher": "query.search",
     "Term": "query.parse",
     "TimeSpan": "query.search",

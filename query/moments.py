@@ -22,6 +22,7 @@ import msgspec
 
 from base import tokens
 from base.errors import DecryptionError
+from projector.index import broken
 from projector.schema import frame_meta, partition_of
 from projector.state import Deletion, matches
 from query._queries import TimeSpan, utc_us
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
     import tantivy
 
-__all__ = ["SIMILAR", "Moment", "group", "search_moments"]
+__all__ = ["SIMILAR", "Moment", "Moments", "group", "search_moments"]
 
 # 0.65, measured by ``python -m bench.moments`` on 40-line views of the benchmark corpus's
 # real texts (bench/results/moments.txt): a view scrolled by 1-5 lines scored >= 0.65 in
@@ -71,21 +72,48 @@ class Moment(msgspec.Struct, kw_only=True):
         return self.frames[-1].when
 
 
+class Moments(list[Moment]):
+    """A search's moments, best first, and why there may be more it did not show.
+
+    A list, so that every caller that wants the moments alone has them as before."""
+
+    incomplete: str | None = None
+    """Set when the search may have left matching frames out: it stopped at ``MOST_HITS``
+    frames with fewer than ``limit`` moments (a window seen thousands of times held every
+    one of them, and other windows' matches rank below it), or ``Searcher.incomplete``."""
+
+
 def search_moments(
     searcher: Searcher,
     query: str,
     span: TimeSpan = TimeSpan(),
     app: str | None = None,
     limit: int = 15,
-) -> list[Moment]:
-    """The best ``limit`` moments for ``query``: ``limit`` counts moments, not frames."""
+) -> Moments:
+    """The best ``limit`` moments for ``query``: ``limit`` counts moments, not frames. Fewer
+    only when no more frames match, or with ``incomplete`` saying why."""
     want = min(limit * FETCH, MOST_HITS)
     while True:
         hits = searcher.search(query, span, app, want)
-        found = group(searcher, hits)
-        if len(found) >= limit or len(hits) < want or want >= MOST_HITS:
-            return found[:limit]
+        found = Moments(group(searcher, hits)[:limit])
+        found.incomplete = searcher.incomplete
+        if len(found) >= limit or len(hits) < want:
+            return found
+        if want >= MOST_HITS:
+            found.incomplete = "; ".join(
+                filter(None, [searcher.incomplete, _crowded(len(hits), len(found))])
+            )
+            return found
         want = min(want * 3, MOST_HITS)
+
+
+def _crowded(hits: int, moments: int) -> str:
+    """Why fewer moments than asked came back though more frames match."""
+    return (
+        f"the best {hits:,} matching frames are all in these {moments} "
+        "moment(s), and other matches rank below them: narrow the search (an app, a "
+        "time span, another word) to see them"
+    )
 
 
 def group(searcher: Searcher, hits: list[Hit]) -> list[Moment]:
@@ -152,7 +180,7 @@ class _Log:
         # the pair is apart without reading anything.
         self.short = {(a.id, b.id) for a, b in pairs if 0 < b.id - a.id <= MOST_BETWEEN + 1}
         self.ids: list[int] = []
-        self.places: list[tuple[tantivy.Searcher, tantivy.DocAddress]] = []
+        self.places: list[tuple[tantivy.Index, tantivy.Searcher, tantivy.DocAddress]] = []
         near = [(a, b) for a, b in pairs if (a.id, b.id) in self.short]
         if near:
             self._read(near)
@@ -167,7 +195,7 @@ class _Log:
         lo = partition_of(min(utc_us(a.when) for a, _ in pairs))
         hi = partition_of(max(utc_us(b.when) for _, b in pairs))
         most = sum(b.id - a.id + 1 for a, b in pairs)  # at least all of them
-        found: list[tuple[int, tantivy.Searcher, tantivy.DocAddress]] = []
+        found: list[tuple[int, tantivy.Index, tantivy.Searcher, tantivy.DocAddress]] = []
         for index in self.searcher.views.partitions(lo, hi):
             searcher = index.searcher()
             unsigned, should = tantivy.FieldType.Unsigned, tantivy.Occur.Should
@@ -177,11 +205,19 @@ class _Log:
             ]
             within = tantivy.Query.boolean_query(ranges)
             order = tantivy.Order.Asc
-            result = searcher.search(within, most, count=False, order_by_field="id", order=order)
-            found += [(frame_id, searcher, address) for frame_id, address in result.hits]
+            try:
+                result = searcher.search(
+                    within, most, count=False, order_by_field="id", order=order
+                )
+            except BaseException as exc:
+                if not broken(exc):
+                    raise
+                self.searcher.views.broke(index, exc)
+                continue
+            found += [(frame_id, index, searcher, address) for frame_id, address in result.hits]
         found.sort(key=lambda f: f[0])  # a frame captured late may sit in an earlier month
-        self.ids = [frame_id for frame_id, _, _ in found]
-        self.places = [(searcher, address) for _, searcher, address in found]
+        self.ids = [frame_id for frame_id, *_ in found]
+        self.places = [(index, searcher, address) for _, index, searcher, address in found]
 
     def one_run(self, a: Hit, b: Hit) -> bool:
         """Whether every visible frame of the log from ``a`` to ``b`` is their window's,
@@ -192,8 +228,14 @@ class _Log:
         stretch = self.places[bisect_left(self.ids, a.id) : bisect_right(self.ids, b.id)]
         window = (a.app, a.title)
         before: set[str] | None = None
-        for searcher, address in stretch:
-            frame = self._frame(searcher.doc(address).to_dict())
+        for index, searcher, address in stretch:
+            try:
+                frame = self._frame(searcher.doc(address).to_dict())
+            except BaseException as exc:  # damaged: the hits stay apart
+                if not broken(exc):
+                    raise
+                self.searcher.views.broke(index, exc)
+                return False
             if before is None:  # ``a`` comes first
                 before = frame.words
                 if before is None:

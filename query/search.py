@@ -27,6 +27,7 @@ import msgspec
 from base import tokens
 from base.errors import DecryptionError, NotFoundError, QueryError, is_text
 from eventlog.events import MAX_OFFSET, CaptureReason, TextSource
+from projector.index import broken
 from projector.schema import folded, frame_meta, frame_query
 from projector.state import Deletion, matches
 from query._fuzzy import forgivable, near_words
@@ -83,6 +84,8 @@ class Searcher:
         self.views = views
         self.decrypt = decrypt
         self.blind = blind
+        self.incomplete: str | None = None
+        """Why the last ``search`` may have left matching frames out; None when it did not."""
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -100,6 +103,7 @@ class Searcher:
         else near misses with some of them (``Hit.near_miss``)."""
         _check_app(app)
         terms = parse_query(query)
+        self.incomplete = None
         found = self._search(terms, span, app, limit, every=True)
         if not found and fuzzy and any(forgivable(t) for t in terms):
             found = self._forgiving(terms, span, app, limit)
@@ -127,7 +131,7 @@ class Searcher:
 
         schema = indexes[0].schema  # one schema serves every partition
         narrowing = app_filter(schema, app, state, span)
-        searchers = [index.searcher() for index in indexes]
+        searchers = [_Month(index, index.searcher()) for index in indexes]
         check = _Check(terms, every) if any(len(t.words) > 1 for t in terms) else None
         if self.blind is None or all(len(t.words) == 1 for t in terms):
             tq = matching(schema, terms, span, narrowing, self.blind, every=every)
@@ -148,6 +152,12 @@ class Searcher:
             sealed = tantivy.Query.boolean_query([(must, sealed), (must, encrypted)])
             found = self._top(searchers, plain, limit, app, pending, None)
             found += self._top(searchers, sealed, limit, app, pending, check)
+        if check is not None and check.left_out:
+            self.incomplete = (
+                f"{len(check.left_out):,} encrypted frame(s) with the words of the phrase were "
+                f"not checked for it (a search decrypts at most {PHRASE_CHECKS}): another word "
+                "or a narrower search finds them"
+            )
         # Ties broken by frame id (newest first), not by where a segment put them, so the
         # same store answers the same way however its index was built.
         found.sort(key=lambda f: (-f.hit.score, -f.hit.id))
@@ -169,7 +179,7 @@ class Searcher:
             return []
         schema = indexes[0].schema
         tq = forgiving(schema, terms, span, app_filter(schema, app, state, span))
-        searchers = [index.searcher() for index in indexes]
+        searchers = [_Month(index, index.searcher()) for index in indexes]
         found = self._top(searchers, tq, limit, app, state.pending_deletions(), None, newest=True)
         for each in found:
             each.hit.score = 0.0  # it held the capture time
@@ -177,7 +187,7 @@ class Searcher:
 
     def _top(
         self,
-        searchers: list[tantivy.Searcher],
+        searchers: list[_Month],
         query: tantivy.Query,
         limit: int,
         app: str | None,
@@ -193,7 +203,7 @@ class Searcher:
         while True:
             candidates: list[tuple[float, int, tantivy.DocAddress]] = []
             exhausted = True
-            for i, hits in enumerate(_search_each(searchers, query, want, newest)):
+            for i, hits in enumerate(self._each_month(searchers, query, want, newest)):
                 exhausted &= len(hits) < want
                 candidates += [(score, i, address) for score, address in hits]
             candidates.sort(key=lambda c: (-c[0], -c[1]))
@@ -201,7 +211,9 @@ class Searcher:
             for score, i, address in candidates:
                 if len(found) >= limit and score < found[-1].hit.score:
                     break  # past the cut; frames tied with the last one are still taken
-                each = self._found(searchers[i].doc(address), score)
+                each = self._doc(searchers[i], address, score)
+                if each is None:
+                    continue
                 if not self._visible(each.hit, app, pending):
                     continue
                 if check is None or self._confirm(each, check):
@@ -233,13 +245,21 @@ class Searcher:
         tq = filters(schema, span, narrowing) or tantivy.Query.all_query()
         out: list[Hit] = []
         for index in indexes:
-            searcher = index.searcher()
-            wanted = min(limit * 2 + 8, max(1, searcher.num_docs))
-            result = searcher.search(tq, wanted, count=False, order_by_field="ts", order=order)
+            month = _Month(index, index.searcher())
+            wanted = min(limit * 2 + 8, max(1, month.searcher.num_docs))
+            try:
+                result = month.searcher.search(
+                    tq, wanted, count=False, order_by_field="ts", order=order
+                )
+            except BaseException as exc:
+                if not broken(exc):
+                    raise
+                self.views.broke(index, exc)
+                continue
             for _, address in result.hits:
-                hit = self._found(searcher.doc(address), 0.0).hit
-                if self._visible(hit, app, pending):
-                    out.append(hit)
+                found = self._doc(month, address, 0.0)
+                if found is not None and self._visible(found.hit, app, pending):
+                    out.append(found.hit)
             if len(out) >= limit:
                 break
         out.sort(key=lambda h: (h.when, h.id), reverse=newest_first)
@@ -252,11 +272,18 @@ class Searcher:
             raise NotFoundError(f"no frame #{frame_id}: frame ids run from 0 to {MAX_OFFSET}")
         pending = self.views.state().pending_deletions()
         for index in self._indexes(TimeSpan()):
-            searcher = index.searcher()
+            month = _Month(index, index.searcher())
             q = frame_query(index.schema, frame_id)
-            for _, address in searcher.search(q, 1, count=False).hits:
-                found = self._found(searcher.doc(address), 0.0)
-                if self._visible(found.hit, None, pending):
+            try:
+                hits = month.searcher.search(q, 1, count=False).hits
+            except BaseException as exc:
+                if not broken(exc):
+                    raise
+                self.views.broke(index, exc)
+                continue
+            for _, address in hits:
+                found = self._doc(month, address, 0.0)
+                if found is not None and self._visible(found.hit, None, pending):
                     found.hit.text = self._text(found)
                     return found.hit
         raise NotFoundError(f"no frame #{frame_id} (it may have been deleted or expired)")
@@ -265,6 +292,28 @@ class Searcher:
         return self.views.partitions(*months(span))
 
     # -- results ---------------------------------------------------------------------------
+
+    def _doc(self, month: _Month, address: tantivy.DocAddress, score: float) -> _Found | None:
+        """The hit at ``address``; None where its stored bytes do not read (the month is
+        noted as damaged, and the answer from the rest says it is incomplete)."""
+        try:
+            return self._found(month.searcher.doc(address), score)
+        except BaseException as exc:
+            if not broken(exc):
+                raise
+            self.views.broke(month.partition, exc)
+            return None
+
+    def _each_month(
+        self, months: list[_Month], query: tantivy.Query, want: int, newest: bool = False
+    ) -> list[Scored]:
+        """``_search_each`` of every month's searcher; a month whose index breaks the search
+        gives nothing and is noted as damaged."""
+        found = _search_each([m.searcher for m in months], query, want, newest)
+        for month, hits in zip(months, found, strict=True):
+            if isinstance(hits, BaseException):
+                self.views.broke(month.partition, hits)
+        return [[] if isinstance(hits, BaseException) else hits for hits in found]
 
     def _found(self, doc: tantivy.Document, score: float) -> _Found:
         d = doc.to_dict()
@@ -309,6 +358,7 @@ class Searcher:
             return True
         if hit.id not in check.done:
             if len(check.done) >= PHRASE_CHECKS:
+                check.left_out.add(hit.id)
                 return False
             text = self._decrypted(found)
             words = tokens.words(text) if text is not None else []
@@ -343,6 +393,11 @@ class Searcher:
         return found.hit
 
 
+class _Month(NamedTuple):
+    partition: tantivy.Index
+    searcher: tantivy.Searcher
+
+
 class _Found(NamedTuple):
     """A hit and its text as the index holds it: a frame's text, or its ciphertext."""
 
@@ -359,6 +414,8 @@ class _Check:
         self.terms = terms
         self.every = every
         self.done: dict[int, bool] = {}
+        self.left_out: set[int] = set()
+        """Frames past the budget, not checked: they may have had the phrase."""
 
     def holds(self, *places: list[str]) -> bool:
         def has(term: Term) -> bool:
@@ -403,23 +460,28 @@ Scored = list[tuple[float, "tantivy.DocAddress"]]
 
 def _search_each(
     searchers: list[tantivy.Searcher], query: tantivy.Query, want: int, newest: bool = False
-) -> list[Scored]:
+) -> list[Scored | BaseException]:
     """Each partition's top ``want`` ``(score, address)`` hits, or with ``newest`` its
     latest captured ``(capture time, address)`` (a later time sorts first, as a larger
-    score does).
+    score does); the exception of a partition whose bytes break the search (``broken``).
     Tantivy releases the GIL while it searches, so the partitions are searched on two
     threads (a phrase of common words over 17 months at 1M frames: 46 ms on one, 21 ms on
     two)."""
     global _pool
     import tantivy
 
-    def top(s: tantivy.Searcher) -> Scored:
+    def top(s: tantivy.Searcher) -> Scored | BaseException:
         # Never a top-N above the partition's documents: Tantivy sizes its heap by N.
         n = min(want, max(1, s.num_docs))
-        if newest:
-            order = tantivy.Order.Desc
-            return s.search(query, n, count=False, order_by_field="ts", order=order).hits
-        return s.search(query, n, count=False).hits
+        try:
+            if newest:
+                order = tantivy.Order.Desc
+                return s.search(query, n, count=False, order_by_field="ts", order=order).hits
+            return s.search(query, n, count=False).hits
+        except BaseException as exc:
+            if not broken(exc):
+                raise
+            return exc
 
     if len(searchers) < 2:
         return [top(s) for s in searchers]

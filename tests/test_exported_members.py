@@ -78,6 +78,7 @@ def test_query_exports_its_searcher_phrases_and_renderings() -> None:
         "Decrypt",
         "Hit",
         "Moment",
+        "Moments",
         "Searcher",
         "Term",
         "TimeSpan",

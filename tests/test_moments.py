@@ -15,7 +15,7 @@ from backscroll.actions import import_frames
 from backscroll.cli.app import app as cli
 from backscroll.store import MemoryStore
 from backscroll.tools import MemoryTool
-from query.moments import SIMILAR, similarity
+from query.moments import MOST_HITS, SIMILAR, similarity
 from tests.helpers import NOW
 
 START = NOW - timedelta(days=1)
@@ -236,3 +236,35 @@ def test_a_moment_seen_across_midnight_shows_both_dates() -> None:
     )
     same_day = hit(3, day - timedelta(minutes=8))
     assert seen_text(Moment(hit=before, frames=[same_day, before])) == "23:50:30–23:58:30"
+
+
+def test_a_window_seen_thousands_of_times_does_not_silently_hide_the_others(
+    backscroll_home: Path,
+) -> None:
+    """Issue 24, case 10: the terminal's 3,000 frames outrank the other two windows' and fill
+    every round of the search up to ``MOST_HITS`` frames; the answer of two moments says it
+    is incomplete, and how to see the rest, where it gave them with no hint."""
+    terminal = [  # ten seconds apart: a day's frames end before now
+        line(i / 6, "Terminal", "root@build: tail -f", log_view(40 + i)) for i in range(MOST_HITS)
+    ]
+    rows = [
+        line(-30, "Firefox", "Docs", other_text(1)),
+        *terminal,
+        line(MOST_HITS / 6 + 20, "Code", "app.py", other_text(2)),
+    ]
+    with MemoryStore(write=True) as writer:
+        import_frames(writer, rows)
+    with MemoryStore() as store:
+        found = store.moments("unpacking")
+        assert {m.hit.app for m in found} == {"Terminal"} and len(found) < 15
+        assert found.incomplete is not None
+        assert f"the best {MOST_HITS:,} matching frames" in found.incomplete
+        assert "narrow the search" in found.incomplete
+        assert store.moments("unpacking", limit=1).incomplete is None  # as many as asked
+        narrowed = store.moments("unpacking", app="Firefox")
+        assert [m.hit.title for m in narrowed] == ["Docs"] and narrowed.incomplete is None
+    result = CliRunner().invoke(cli, ["search", "unpacking", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "narrow the search" in json.loads(result.stdout)["incomplete"]
+    shown = CliRunner().invoke(cli, ["search", "unpacking"])
+    assert shown.stdout.splitlines()[-1].startswith("incomplete: the best 3,000 matching frames")

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from backscroll.actions import delete, import_frames
 from backscroll.cli.app import app as cli
 from backscroll.store import MemoryStore
-from query.search import Hit
+from query.search import PHRASE_CHECKS, Hit
 from tests.helpers import NOW, import_line
 
 
@@ -197,3 +197,24 @@ def test_a_phrase_in_the_title_of_an_encrypted_frame_is_found() -> None:
         assert [h.title for h in store.search('"ledger review" nothing')] == [
             "Re: quarterly ledger review"
         ]
+
+
+def test_a_phrase_search_that_leaves_encrypted_frames_unchecked_says_so() -> None:
+    """Past ``PHRASE_CHECKS`` decryptions, an encrypted frame with the phrase's words is
+    left out unchecked: the answer says it may be incomplete, where it said nothing."""
+    with MemoryStore(write=True) as store:
+        store.set_config(encrypt_text=True)
+        rows = [
+            import_line(1 + i / 1000, "Terminal", f"t{i}", f"upstream said by {i} it refused")
+            for i in range(PHRASE_CHECKS + 6)
+        ]
+        import_frames(store, rows)
+    with MemoryStore() as store:
+        moments = store.moments('"refused by upstream"')
+        assert moments == [] and moments.incomplete is not None
+        assert "6 encrypted frame(s) with the words of the phrase were not checked" in (
+            moments.incomplete
+        )
+        assert store.moments('"said by 3"').incomplete is None
+    found = json.loads(run_cli("search", '"refused by upstream"', "--json"))
+    assert "not checked" in found["incomplete"]

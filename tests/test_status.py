@@ -34,8 +34,8 @@ STATUS_KEYS = [
     "daemon", "capture", "store", "oldest", "newest", "log_bytes", "index_bytes",
     "storage_cap_mb", "retention_days", "trigger", "poll_seconds", "min_interval_seconds",
     "interval_seconds", "redact", "key_problem", "key_weak", "deny_apps", "pause_hotkey",
-    "search", "views_lag", "views_behind_why", "config_problem", "config_weakened", "damage",
-    "skipped_events", "backend", "abilities",
+    "search", "views_lag", "views_behind_why", "views_damaged", "config_problem",
+    "config_weakened", "damage", "skipped_events", "backend", "abilities",
 ]  # fmt: skip
 # The spec's "Status fields" table, for `MemoryStore.stats()`.
 SPEC_STATS = [

@@ -59,6 +59,8 @@ def export(
     typer.echo(
         f"exported {result.frames} frame(s) and {result.thumbnails} thumbnail(s) to {result.path}"
     )
+    if result.incomplete:
+        typer.echo(f"incomplete: {result.incomplete}", err=True)
 
 
 def mcp(

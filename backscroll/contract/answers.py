@@ -112,6 +112,9 @@ class SearchAnswer(Scope, kw_only=True, tag="search"):
     matches: list[Match]
     why_empty: str | None
     """Why nothing (or only near misses) was found; None when something was."""
+    incomplete: str | None = None
+    """Why the answer may lack matches (a damaged view it could not read, and the command
+    that rebuilds it); None when it is whole."""
 
 
 class TimelineAnswer(Scope, kw_only=True, tag="timeline"):
@@ -120,6 +123,8 @@ class TimelineAnswer(Scope, kw_only=True, tag="timeline"):
     groups: int
     """Runs of consecutive frames of one window, as the text groups them."""
     why_empty: str | None
+    incomplete: str | None = None
+    """Why the answer may lack frames; None when it is whole."""
 
 
 class ShowAnswer(Frame, Answer, kw_only=True, tag="show"):
@@ -212,6 +217,8 @@ class Status(Counts, Answer, kw_only=True, tag="status"):
     search: str
     views_lag: int
     views_behind_why: str
+    views_damaged: str | None = None
+    """The views found damaged, and the command that rebuilds them; None when none is."""
     config_problem: str | None
     config_weakened: str | None
     damage: list[str]
@@ -254,6 +261,9 @@ class ExportAnswer(Scope, kw_only=True, tag="export"):
     frames: int
     thumbnails: int
     approved: Literal[True] = True
+    incomplete: str | None = None
+    """Why the export may lack frames (a damaged view it could not read, and the command
+    that rebuilds it); None when it is whole."""
 
 
 class Refusal(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -85,6 +85,8 @@ class RecentContext(msgspec.Struct, kw_only=True):
     """Newest first, at most 20."""
     more_windows: int
     why_empty: str | None
+    incomplete: str | None = None
+    """Why windows may be missing (a damaged view, and the command that rebuilds it)."""
 
 
 class Stretch(msgspec.Struct, kw_only=True):
@@ -104,3 +106,5 @@ class RecentStretches(msgspec.Struct, kw_only=True):
     segments: list[Stretch]
     """Newest first."""
     why_empty: str | None
+    incomplete: str | None = None
+    """Why stretches may be missing (a damaged view, and the command that rebuilds it)."""
