@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 from backscroll.record import Seen, record_frame
 from backscroll.store import MemoryStore
 from base.clock import now_us
+from base.config import Config
 from base.errors import DiskFullError, UsageError, is_disk_full, is_text
 from base.fs import fsync_dir
 from eventlog.events import (
@@ -282,15 +283,20 @@ def deny(store: MemoryStore, add: str | None, remove: str | None, origin: Origin
     for name, value in (("add", add), ("remove", remove)):
         if value is not None and not value.strip():
             raise UsageError(f"deny {name}: the pattern is empty (it would match every window)")
-    patterns = list(store.config.deny_apps)
-    if add and add.lower() not in {p.lower() for p in patterns}:
-        patterns.append(add)
-    if remove:
-        kept = [p for p in patterns if p.lower() != remove.lower()]
-        if len(kept) == len(patterns):
-            raise UsageError(f"'{remove}' is not on the deny list")
-        patterns = kept
-    store.set_config(origin, deny_apps=patterns)
+
+    def changed(config: Config) -> Config:
+        # Computed from the config as it stands under the log's lock, not as it was read.
+        patterns = list(config.deny_apps)
+        if add and add.lower() not in {p.lower() for p in patterns}:
+            patterns.append(add)
+        if remove:
+            kept = [p for p in patterns if p.lower() != remove.lower()]
+            if len(kept) == len(patterns):
+                raise UsageError(f"'{remove}' is not on the deny list")
+            patterns = kept
+        return config.replace(deny_apps=patterns)
+
+    store.change_config(origin, changed)
 
 
 def delete(
