@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from backscroll.record import Seen, record_frame
 from backscroll.store import MemoryStore
+from base import jsontext
 from base.clock import now_us
 from base.config import Config
 from base.errors import DiskFullError, UsageError, is_disk_full, is_text
@@ -146,9 +147,9 @@ def parse_import_line(line: str, now: int) -> Seen:
     if not is_text(line):  # bytes that were not UTF-8, kept by surrogateescape
         raise UsageError("not UTF-8 text (a binary line?)")
     try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"not JSON ({exc.msg})") from None
+        row = jsontext.parse(line)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if not isinstance(row, dict):
         raise UsageError("not a JSON object")
     for key in ("ts", "app", "title", "text"):
@@ -219,9 +220,12 @@ def _timestamp_us(value: Any, now: int) -> int:
         if when.tzinfo is None:
             when = when.astimezone()
         seconds = when.timestamp()
+    elif isinstance(value, int) and abs(value) >= 2**62:
+        # Past any time, and past what a float holds (math.isfinite overflowed on it).
+        raise UsageError(f"'ts' {_shown(value)} is not a time")
     else:
-        seconds = float(value) if isinstance(value, int) and abs(value) < 2**62 else value
-    if not isinstance(seconds, float | int) or not math.isfinite(seconds):
+        seconds = float(value)
+    if not math.isfinite(seconds):
         raise UsageError(f"'ts' {_shown(value)} is not a time")
     us = int(seconds * 1_000_000)
     if us < 0:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from backscroll.heartbeat import read_heartbeat
 from backscroll.stats import Stats, measure
+from base import jsontext
 from base.clock import now_us
 from base.config import Config, config_from_dict, weakened
 from base.errors import (
@@ -387,7 +388,7 @@ class MemoryStore:
         if hashlib.sha256(data).hexdigest() == known:
             return ConfigEdit()
         try:
-            edit = json.loads(data)
+            edit = jsontext.parse(data)
             if edit == {}:
                 raise ConfigError("it holds no settings")
             config = config_from_dict(edit)
