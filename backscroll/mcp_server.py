@@ -46,11 +46,13 @@ from mcp.server.mcpserver import (
     Resolve,
 )
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent, ToolAnnotations
 from mcp.types import Tool as ToolInfo
 from pydantic import BaseModel, Field, PlainValidator, ValidationError
 from pydantic_core import PydanticCustomError
 
+from backscroll._mcp_stdio import Answering
 from backscroll.contract import parse, shown_number, to_json
 from backscroll.contract.screen_memory import (
     ContextRequest,
@@ -138,6 +140,16 @@ class BackscrollServer(MCPServer):
             # names each action's answer and a refusal (see ``backscroll/mcp_schemas.py``).
             tool.output_schema = output_schema(tool.name)
         return tools
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's, but a line it cannot read is answered with an error, where the SDK
+        dropped it and the client waited forever (``backscroll/_mcp_stdio.py``)."""
+        async with stdio_server() as (messages, replies):
+            await self._lowlevel_server.run(
+                Answering(messages, replies),
+                replies,
+                self._lowlevel_server.create_initialization_options(),
+            )
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +27,7 @@ def backscroll(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "backscroll", *args],
         env=os.environ.copy(),
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -90,3 +93,89 @@ def test_config_json_edited_into_unreadable_json_is_refused_and_shown(
             assert code == 0, err
         assert "config.json edit refused (not JSON that can be read" in run(capsys, "status")[1]
         assert "MyBank" in run(capsys, "deny", "list")[1]
+
+
+class RawClient:
+    """``backscroll mcp`` as a process, spoken to in raw lines of bytes."""
+
+    def __init__(self) -> None:
+        self.process = backscroll("mcp")
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"},
+                },
+            }
+        )
+        assert self.answer()["id"] == 0
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message: dict[str, Any] | str) -> None:
+        assert self.process.stdin is not None
+        line = message if isinstance(message, str) else json.dumps(message)
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def answer(self) -> dict[str, Any]:
+        """The next line the server writes; a server that never answers fails the test after
+        a minute instead of hanging it (a guard, not a measure)."""
+        assert self.process.stdout is not None
+        ready, _, _ = select.select([self.process.stdout], [], [], 60)
+        assert ready, "no answer: the client would wait forever"
+        answer: dict[str, Any] = json.loads(self.process.stdout.readline())
+        return answer
+
+    def close(self) -> str:
+        """Its stderr, once it has ended on the end of its input."""
+        _, err = self.process.communicate(input="", timeout=60)
+        return err
+
+
+def search(query: str, request_id: int, **extra: Any) -> str:
+    arguments = {"action": "search", "query": query, **extra}
+    params = {"name": "memory", "arguments": arguments}
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+    )
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+RAW_REQUESTS = [
+    # (line, the id it is answered under, what the answer says); json.dumps escapes a lone
+    # surrogate as \ud800, as a client's JSON encoder does.
+    (search("\ud800", 11), 11, "lone surrogate"),
+    (search("x", 12, limit=0).replace('"limit": 0', f'"limit": {"9" * 5000}'), 12, "4,300 digits"),
+    (search("x", 13, limit=0).replace('"limit": 0', f'"limit": {DEEP}'), 13, "64 deep"),
+    # The tool's own "id" argument is not the request's.
+    (search("\udcff", 14, action="show", id=99), 14, "lone surrogate"),
+    ("{not json", None, "not JSON"),
+    ('[{"jsonrpc": "2.0", "id": 16, "method": "ping"}, [[' + "9" * 5000, None, "4,300"),
+]
+
+
+def test_the_mcp_server_answers_raw_requests_it_cannot_read_and_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The SDK dropped each of these lines with a debug log: the client waited forever."""
+    source = tmp_path / "frames.jsonl"
+    source.write_text(json.dumps(GOOD) + "\n")
+    assert run(capsys, "import", str(source))[0] == 0
+    client = RawClient()
+    try:
+        for line, request_id, said in RAW_REQUESTS:
+            client.send(line)
+            answer = client.answer()
+            assert (answer["id"], answer["error"]["code"]) == (request_id, -32700), line[:80]
+            message = answer["error"]["message"]
+            assert said in message and "\n" not in message, message
+        client.send(search("kept", 15))
+        served = client.answer()
+        assert served["id"] == 15 and "1 match(es)" in served["result"]["content"][0]["text"]
+    finally:
+        err = client.close()
+    assert "Traceback" not in err
