@@ -67,7 +67,6 @@ from backscroll.tools import (
     check_export,
     describe_export,
     error,
-    one_line,
 )
 from base.errors import BackscrollError
 
@@ -123,10 +122,12 @@ else:
 
 
 class BackscrollServer(MCPServer):
-    """Arguments that do not fit a tool's schema are reported on one line, like every other
-    error, rather than as pydantic's multi-line report. An argument the tool does not take is
-    refused by name (pydantic would drop it silently: a misspelt ``app`` would widen a scope to
-    everything), and each published schema says so with ``additionalProperties: false``."""
+    """Arguments that do not fit a tool's schema are refused as every other error is: one
+    line, with the refusal's structured content (``{"error": ...}``, which each tool's output
+    schema names), rather than pydantic's multi-line report as text alone. An argument the
+    tool does not take is refused by name (pydantic would drop it silently: a misspelt
+    ``app`` would widen a scope to everything), and each published schema says so with
+    ``additionalProperties: false``."""
 
     async def list_tools(self) -> list[ToolInfo]:
         tools = await super().list_tools()
@@ -155,7 +156,7 @@ class BackscrollServer(MCPServer):
         schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
         if name not in schemas:
             hint = "; memory_manage needs `backscroll mcp --allow-manage`" * (name == MANAGE)
-            raise ToolError(one_line(f"unknown tool {name!r}: use {', '.join(schemas)}{hint}"))
+            return to_mcp(error(f"unknown tool {name!r}: use {', '.join(schemas)}{hint}"))
         taken = list(schemas[name].get("properties", {}))
         unknown = [key for key in arguments if key not in taken]
         if unknown:
@@ -163,7 +164,7 @@ class BackscrollServer(MCPServer):
             plural = "s" if len(unknown) > 1 else ""
             accepted = f"takes {', '.join(taken)}" if taken else "takes no arguments"
             message = f"invalid arguments for {name}: unknown argument{plural} {names}"
-            raise ToolError(one_line(f"{message} ({name} {accepted})"))
+            return to_mcp(error(f"{message} ({name} {accepted})"))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -171,7 +172,7 @@ class BackscrollServer(MCPServer):
             if not isinstance(cause, ValidationError):
                 raise
             problems = "; ".join(_problem(e) for e in cause.errors())
-            raise ToolError(one_line(f"invalid arguments for {name}: {problems}")) from cause
+            return to_mcp(error(f"invalid arguments for {name}: {problems}"))
 
 
 def _problem(e: Any) -> str:

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
+import jsonschema
 import pytest
 
 from backscroll.store import MemoryStore
@@ -179,3 +181,37 @@ def test_the_mcp_server_answers_raw_requests_it_cannot_read_and_goes_on(
     finally:
         err = client.close()
     assert "Traceback" not in err
+
+
+ARGUMENT_REFUSALS = [
+    ("memory", {"action": "search", "query": "x", "bogus": 1}, "unknown argument 'bogus'"),
+    ("memory", {"action": "search", "query": "x", "limit": "many"}, "limit:"),
+    ("memory", {"action": "nope"}, "action:"),
+    ("memory_manage", {"action": "deny", "deny_add": 5}, "deny_add:"),
+    ("screen_memory_recent_context", {"minutes": "x"}, "minutes:"),
+]
+
+
+def test_mcp_argument_refusals_carry_the_refusal_as_structured_content() -> None:
+    """An argument that does not fit the tool's schema was refused as text alone, where every
+    other refusal has ``structuredContent`` (``{"error": ...}``, named in each output schema)."""
+    from mcp import Client
+
+    from backscroll.mcp_server import build_server
+
+    async def refusals() -> list[tuple[Any, Any, dict[str, Any]]]:
+        async with Client(build_server(None, allow_manage=True)) as client:
+            schemas = {tool.name: tool.output_schema for tool in (await client.list_tools()).tools}
+            out = []
+            for tool, arguments, _ in ARGUMENT_REFUSALS:
+                result = await client.call_tool(tool, arguments)
+                out.append((result, result.structured_content, schemas[tool]))
+            return out
+
+    for (result, structured, schema), (_, _, said) in zip(
+        anyio.run(refusals), ARGUMENT_REFUSALS, strict=True
+    ):
+        text = result.content[0].text
+        assert result.is_error and said in text and "\n" not in text
+        assert structured == {"error": text}
+        jsonschema.validate(structured, schema)
