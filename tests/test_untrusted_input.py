@@ -7,9 +7,11 @@ Each test reproduces a case of issue 24 and fails on the code before its fix.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import select
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +23,8 @@ import pytest
 
 from backscroll.store import MemoryStore
 from base.config import DEFAULT_DENY
-from tests.helpers import run
+from base.fs import write_file
+from tests.helpers import ago, populate, run
 
 
 def backscroll(*args: str) -> subprocess.Popen[str]:
@@ -215,3 +218,44 @@ def test_mcp_argument_refusals_carry_the_refusal_as_structured_content() -> None
         assert result.is_error and said in text and "\n" not in text
         assert structured == {"error": text}
         jsonschema.validate(structured, schema)
+
+
+def test_show_save_replaces_a_symbolic_link_never_its_target(
+    tmp_path: Path, png: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--save`` opened the path with O_TRUNC: through a link it overwrote the link's target
+    (another file of the person's, or anything a link planted in a shared folder points to)
+    with the decrypted thumbnail, keeping the target's mode 0644."""
+    populate([{**GOOD, "ts": ago(5)}], image=png)
+    with MemoryStore() as store:
+        frame = str(store.timeline()[0].id)
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    target.chmod(0o644)
+    link = tmp_path / "thumb.jpg"
+    link.symlink_to(target)
+    existing = tmp_path / "old.jpg"
+    existing.write_text("an older save")
+    existing.chmod(0o644)
+    for path in (link, existing):
+        code, _, err = run(capsys, "show", frame, "--save", str(path))
+        assert code == 0, err
+        assert not path.is_symlink() and path.read_bytes().startswith(b"\xff\xd8")  # a JPEG
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert target.read_text() == "keep me" and stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["precious.txt", "thumb.jpg", "old.jpg", "home", png.name]
+    )
+
+
+def test_the_file_layer_never_writes_through_a_symbolic_link(tmp_path: Path) -> None:
+    """write_file opened its path with O_TRUNC alone: a link there had its target truncated
+    and rewritten."""
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    link = tmp_path / "thumb.jpg"
+    link.symlink_to(target)
+    with pytest.raises(OSError) as refused:
+        write_file(link, b"decrypted")
+    assert refused.value.errno == errno.ELOOP
+    assert target.read_text() == "keep me" and link.is_symlink()
