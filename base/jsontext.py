@@ -1,5 +1,7 @@
 """JSON from outside (an import line, a hand-edited config.json, a raw MCP request), parsed
-with every limit of Python's parser turned into one ``ValueError`` that says which.
+with every limit of Python's parser turned into one ``ValueError`` that says which; and
+Backscroll's own JSON files (daemon.json, keyinfo.json, the views' manifest), which a hand
+edit or damage can fill with anything, decoded into their type by msgspec with the same care.
 
 ``json.loads`` raises ``JSONDecodeError`` for text that is not JSON, but a plain
 ``ValueError`` for an integer longer than the interpreter converts (4,300 digits) and
@@ -13,7 +15,11 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Any, TypeVar
+
+import msgspec
+
+T = TypeVar("T")
 
 MAX_DEPTH = 64
 """Deeper than any value Backscroll reads (an import line, the config, an MCP request: 6)."""
@@ -50,3 +56,13 @@ def _deeper_than(value: Any, limit: int) -> bool:
                 return True
             stack.extend((child, depth + 1) for child in item)
     return False
+
+
+def decode(data: bytes, into: type[T]) -> T:
+    """``data`` as an ``into``; ``msgspec.DecodeError`` when it is not one. msgspec raises
+    RecursionError for nesting past the stack, even under a field ``into`` does not have:
+    callers that caught DecodeError for a damaged file ended in a traceback on it."""
+    try:
+        return msgspec.json.decode(data, type=into)
+    except RecursionError:
+        raise msgspec.DecodeError("JSON nested more than the stack holds") from None

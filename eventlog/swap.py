@@ -11,6 +11,7 @@ import json
 import logging
 from pathlib import Path
 
+from base import jsontext
 from base.fs import FileSystem
 from eventlog.folder import MANIFEST_NAME, NEW_SUFFIX, segment_files
 from eventlog.format import parse_segment_name
@@ -50,7 +51,7 @@ def recover(fs: FileSystem, folder: Path) -> None:
 def _finish(fs: FileSystem, folder: Path) -> None:
     manifest = folder / MANIFEST_NAME
     try:
-        plan = json.loads(manifest.read_bytes())
+        plan = jsontext.parse(manifest.read_bytes())
         install, remove = list(plan["install"]), list(plan["remove"])
     except (ValueError, TypeError, KeyError):
         # The manifest exists only once the compaction committed, so finish it: install

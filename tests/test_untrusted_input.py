@@ -53,10 +53,11 @@ def test_six_deny_adds_at_once_keep_all_six(backscroll_home: Path) -> None:
     assert set(copy["deny_apps"]) == {*DEFAULT_DENY, *patterns}
 
 
+DEEP = "[" * 100_000 + "]" * 100_000
 GOOD = {"ts": 1_764_600_000, "app": "Terminal", "title": "zsh", "text": "kept word"}
 UNREADABLE = {
     "a 5,000-digit integer": '{"ts": %s, "app": "a", "title": "b", "text": "c"}' % ("9" * 5000),
-    "100,000-deep nesting": '{"ts": 1, "app": %s}' % ("[" * 100_000 + "]" * 100_000),
+    "100,000-deep nesting": f'{{"ts": 1, "app": {DEEP}}}',
     "nesting the parser manages": '{"ts": 1, "app": %s}' % ("[" * 900 + "]" * 900),
     "a 4,000-digit time": '{"ts": %s, "app": "a", "title": "b", "text": "c"}' % ("9" * 4000),
 }
@@ -149,7 +150,6 @@ def search(query: str, request_id: int, **extra: Any) -> str:
     )
 
 
-DEEP = "[" * 100_000 + "]" * 100_000
 RAW_REQUESTS = [
     # (line, the id it is answered under, what the answer says); json.dumps escapes a lone
     # surrogate as \ud800, as a client's JSON encoder does.
@@ -259,3 +259,25 @@ def test_the_file_layer_never_writes_through_a_symbolic_link(tmp_path: Path) -> 
         write_file(link, b"decrypted")
     assert refused.value.errno == errno.ELOOP
     assert target.read_text() == "keep me" and link.is_symlink()
+
+
+@pytest.mark.parametrize(
+    "name", ["daemon.json", "keyinfo.json", "views/search/manifest.json", "log/COMPACT"]
+)
+def test_a_file_of_the_store_filled_with_deep_json_is_damage_not_a_traceback(
+    name: str, backscroll_home: Path, png: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """msgspec raises RecursionError, not DecodeError, for nesting past the stack (even under
+    a field the type does not have), and the log's compaction manifest was read with
+    json.loads: each reader that took a damaged file in its stride ended in a traceback
+    (keyinfo.json is read by show, which decrypts the thumbnail)."""
+    populate([{**GOOD, "ts": ago(5)}], image=png)
+    with MemoryStore() as store:
+        frame = str(store.timeline()[0].id)
+    path = backscroll_home / name
+    path.write_text(f'{{"unknown": {DEEP}}}')
+    save = str(backscroll_home.parent / "thumb.jpg")
+    commands = [["status"], ["search", "kept"], ["show", frame, "--save", save], ["pause"]]
+    for command in commands:
+        code, _, err = run(capsys, *command)
+        assert "Traceback" not in err and (code == 0 or err.count("\n") == 1), (command, err)
