@@ -142,6 +142,19 @@ def fsync_dir(path: Path) -> None:
     FS.fsync_dir(path)
 
 
+def open_log(path: Path) -> int:
+    """A file a person names for Backscroll to append to (the daemon's ``--log-file``, which
+    holds window titles): created 0600 and an existing one narrowed to 0600, as the log
+    grows it; a symbolic link is refused (ELOOP), not followed to append to its target."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def write_atomic(path: Path, data: bytes, *, mode: int = FILE_MODE) -> None:
     """Replace ``path`` with ``data``: a crash leaves the old file or the new one, never half."""
     with _disk_full_is_reported(path):

@@ -281,3 +281,36 @@ def test_a_file_of_the_store_filled_with_deep_json_is_damage_not_a_traceback(
     for command in commands:
         code, _, err = run(capsys, *command)
         assert "Traceback" not in err and (code == 0 or err.count("\n") == 1), (command, err)
+
+
+def test_start_log_file_is_private_and_never_a_link_followed(tmp_path: Path) -> None:
+    """``--log-file`` was opened by logging.FileHandler: an existing log kept its mode 0644
+    while the daemon wrote window titles into it, and a symbolic link was followed to append
+    to its target. The log is opened before the daemon looks for a display, so a process
+    with none shows both."""
+    no_display = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+
+    def start(log: Path) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "backscroll", "start", "--log-file", str(log)],
+            env=no_display,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+        return done.stderr
+
+    existing = tmp_path / "daemon.log"
+    existing.write_text("an earlier run\n")
+    existing.chmod(0o644)
+    assert "no display" in start(existing)
+    assert stat.S_IMODE(existing.stat().st_mode) == 0o600
+    assert existing.read_text() == "an earlier run\n"
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me")
+    target.chmod(0o644)
+    link = tmp_path / "link.log"
+    link.symlink_to(target)
+    assert f"cannot log to {link}: a symbolic link" in start(link)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644 and target.read_text() == "keep me"
