@@ -12,7 +12,9 @@ from typing import Any, NamedTuple
 
 from backscroll.record import record_frame
 from backscroll.store import MemoryStore
+from base import jsontext
 from base.clock import now_us
+from base.config import Config
 from base.errors import DiskFullError, UsageError, is_disk_full, is_text
 from base.fs import fsync_dir
 from capture.seen import Seen
@@ -146,9 +148,9 @@ def parse_import_line(line: str, now: int) -> Seen:
     if not is_text(line):  # bytes that were not UTF-8, kept by surrogateescape
         raise UsageError("not UTF-8 text (a binary line?)")
     try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"not JSON ({exc.msg})") from None
+        row = jsontext.parse(line)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if not isinstance(row, dict):
         raise UsageError("not a JSON object")
     for key in ("ts", "app", "title", "text"):
@@ -219,9 +221,12 @@ def _timestamp_us(value: Any, now: int) -> int:
         if when.tzinfo is None:
             when = when.astimezone()
         seconds = when.timestamp()
+    elif isinstance(value, int) and abs(value) >= 2**62:
+        # Past any time, and past what a float holds (math.isfinite overflowed on it).
+        raise UsageError(f"'ts' {_shown(value)} is not a time")
     else:
-        seconds = float(value) if isinstance(value, int) and abs(value) < 2**62 else value
-    if not isinstance(seconds, float | int) or not math.isfinite(seconds):
+        seconds = float(value)
+    if not math.isfinite(seconds):
         raise UsageError(f"'ts' {_shown(value)} is not a time")
     us = int(seconds * 1_000_000)
     if us < 0:
@@ -283,15 +288,20 @@ def deny(store: MemoryStore, add: str | None, remove: str | None, origin: Origin
     for name, value in (("add", add), ("remove", remove)):
         if value is not None and not value.strip():
             raise UsageError(f"deny {name}: the pattern is empty (it would match every window)")
-    patterns = list(store.config.deny_apps)
-    if add and add.lower() not in {p.lower() for p in patterns}:
-        patterns.append(add)
-    if remove:
-        kept = [p for p in patterns if p.lower() != remove.lower()]
-        if len(kept) == len(patterns):
-            raise UsageError(f"'{remove}' is not on the deny list")
-        patterns = kept
-    store.set_config(origin, deny_apps=patterns)
+
+    def changed(config: Config) -> Config:
+        # Computed from the config as it stands under the log's lock, not as it was read.
+        patterns = list(config.deny_apps)
+        if add and add.lower() not in {p.lower() for p in patterns}:
+            patterns.append(add)
+        if remove:
+            kept = [p for p in patterns if p.lower() != remove.lower()]
+            if len(kept) == len(patterns):
+                raise UsageError(f"'{remove}' is not on the deny list")
+            patterns = kept
+        return config.replace(deny_apps=patterns)
+
+    store.change_config(origin, changed)
 
 
 def delete(

@@ -13,6 +13,8 @@ from typing import Annotated
 
 import msgspec
 
+from base import jsontext
+
 FILE = "daemon.json"
 SIZE = 8192
 
@@ -88,6 +90,6 @@ def read_heartbeat(home: Path) -> Heartbeat | None:
     """The last tick in ``home``; None when there is none, or it is half written, damaged
     or not a heartbeat at all."""
     try:
-        return msgspec.json.decode((home / FILE).read_bytes(), type=Heartbeat)
+        return jsontext.decode((home / FILE).read_bytes(), Heartbeat)
     except (OSError, msgspec.DecodeError):
         return None

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import msgspec
 
+from base import jsontext
 from base.errors import KeyUnavailableError
 from base.fs import ensure_dir, write_atomic, write_new
 from base.home import is_default_home
@@ -225,7 +226,7 @@ def _read_keyinfo(home: Path) -> KeyInfo | None:
     except OSError as error:
         raise KeyUnavailableError(f"cannot read {path}: {error.strerror}") from None
     try:
-        info = msgspec.json.decode(data, type=KeyInfo)
+        info = jsontext.decode(data, KeyInfo)
     except msgspec.DecodeError as error:
         raise KeyUnavailableError(
             f"{path} is damaged ({error}); the key was not replaced"

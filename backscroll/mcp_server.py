@@ -46,11 +46,13 @@ from mcp.server.mcpserver import (
     Resolve,
 )
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, ContentBlock, ImageContent, TextContent, ToolAnnotations
 from mcp.types import Tool as ToolInfo
 from pydantic import BaseModel, Field, PlainValidator, ValidationError
 from pydantic_core import PydanticCustomError
 
+from backscroll._mcp_stdio import Answering
 from backscroll.contract import parse, shown_number, to_json
 from backscroll.contract.screen_memory import (
     ContextRequest,
@@ -65,7 +67,6 @@ from backscroll.tools import (
     check_export,
     describe_export,
     error,
-    one_line,
 )
 from base.errors import BackscrollError
 
@@ -121,10 +122,12 @@ else:
 
 
 class BackscrollServer(MCPServer):
-    """Arguments that do not fit a tool's schema are reported on one line, like every other
-    error, rather than as pydantic's multi-line report. An argument the tool does not take is
-    refused by name (pydantic would drop it silently: a misspelt ``app`` would widen a scope to
-    everything), and each published schema says so with ``additionalProperties: false``."""
+    """Arguments that do not fit a tool's schema are refused as every other error is: one
+    line, with the refusal's structured content (``{"error": ...}``, which each tool's output
+    schema names), rather than pydantic's multi-line report as text alone. An argument the
+    tool does not take is refused by name (pydantic would drop it silently: a misspelt
+    ``app`` would widen a scope to everything), and each published schema says so with
+    ``additionalProperties: false``."""
 
     async def list_tools(self) -> list[ToolInfo]:
         tools = await super().list_tools()
@@ -139,11 +142,21 @@ class BackscrollServer(MCPServer):
             tool.output_schema = output_schema(tool.name)
         return tools
 
+    async def run_stdio_async(self) -> None:
+        """The SDK's, but a line it cannot read is answered with an error, where the SDK
+        dropped it and the client waited forever (``backscroll/_mcp_stdio.py``)."""
+        async with stdio_server() as (messages, replies):
+            await self._lowlevel_server.run(
+                Answering(messages, replies),
+                replies,
+                self._lowlevel_server.create_initialization_options(),
+            )
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
         if name not in schemas:
             hint = "; memory_manage needs `backscroll mcp --allow-manage`" * (name == MANAGE)
-            raise ToolError(one_line(f"unknown tool {name!r}: use {', '.join(schemas)}{hint}"))
+            return to_mcp(error(f"unknown tool {name!r}: use {', '.join(schemas)}{hint}"))
         taken = list(schemas[name].get("properties", {}))
         unknown = [key for key in arguments if key not in taken]
         if unknown:
@@ -151,7 +164,7 @@ class BackscrollServer(MCPServer):
             plural = "s" if len(unknown) > 1 else ""
             accepted = f"takes {', '.join(taken)}" if taken else "takes no arguments"
             message = f"invalid arguments for {name}: unknown argument{plural} {names}"
-            raise ToolError(one_line(f"{message} ({name} {accepted})"))
+            return to_mcp(error(f"{message} ({name} {accepted})"))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -159,7 +172,7 @@ class BackscrollServer(MCPServer):
             if not isinstance(cause, ValidationError):
                 raise
             problems = "; ".join(_problem(e) for e in cause.errors())
-            raise ToolError(one_line(f"invalid arguments for {name}: {problems}")) from cause
+            return to_mcp(error(f"invalid arguments for {name}: {problems}"))
 
 
 def _problem(e: Any) -> str:

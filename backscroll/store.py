@@ -18,10 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from backscroll.heartbeat import read_heartbeat
+from base import jsontext
 from base.clock import now_us
 from base.config import Config, config_from_dict, weakened
 from base.errors import (
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
     from query.search import Hit, Searcher
 
 CONTROL_TYPES = frozenset(TYPE_CODES.values()) - {FRAME_TYPE}
+CONFIG_TYPES = frozenset({TYPE_CODES[ConfigChanged]})
 CONFIG_FILE = "config.json"
 CONFIG_HASH = "config.sha256"
 
@@ -306,18 +309,43 @@ class MemoryStore:
 
     def set_config(self, origin: Origin = "cli", **changes: Any) -> Config:
         """Validate and record a config change; nothing changes when a value is invalid."""
-        before = self.config
-        config = before.replace(**changes)
-        self.append(
-            ConfigChanged(
-                ts_us=now_us(),
-                config=config.to_dict(),
-                origin=origin,
-                weakened=weakened(before, config),
+        # A value invalid in any config is refused before the log is locked (which makes
+        # its lock file): a refused command leaves nothing behind.
+        self.config.replace(**changes)
+        return self.change_config(origin, lambda config: config.replace(**changes))
+
+    def change_config(self, origin: Origin, change: Callable[[Config], Config]) -> Config:
+        """Record ``change`` applied to the config as the log holds it now.
+
+        The read, the append and the rewrite of config.json happen under the log's lock:
+        a change computed from a config read before another process appended its own wrote
+        that one over (six ``deny add`` at once kept two to four patterns), and config.json
+        with its hash rewritten by two processes at once could pair one's file with the
+        other's hash, which the next writer took for a hand edit.
+        """
+        self._writer("change the config")
+        with self.log.locked():
+            self.take_config_edit()
+            before = self._config_in_log()
+            config = change(before)
+            self.log.append(
+                ConfigChanged(
+                    ts_us=now_us(),
+                    config=config.to_dict(),
+                    origin=origin,
+                    weakened=weakened(before, config),
+                )
             )
-        )
-        self.write_config_file(config)
+            self.write_config_file(config)
+        self.refresh()
         return config
+
+    def _config_in_log(self) -> Config:
+        """The config with every change in the log, the views caught up with it or not."""
+        state = self.views.state()
+        for offset, event in self.log.read(state.position + 1, types=CONFIG_TYPES):
+            state.apply(offset, event)
+        return config_from_dict(state.config) if state.config else Config()
 
     def write_config_file(self, config: Config) -> None:
         self._writer("write config.json")
@@ -330,24 +358,35 @@ class MemoryStore:
         before anything rewrites the file; an invalid edit is refused and reported."""
         self._writer("take in a config.json edit")
         edit = self._config_edit()
+        if edit.data is not None and not edit.problem:
+            # Read again under the log's lock: one read while another writer rewrote the
+            # file and its hash looks like a hand edit, whose config, appended, would undo
+            # the changes made since.
+            with self.log.locked():
+                edit = self._config_edit()
+                if edit.data is not None and not edit.problem:
+                    self.config_problem = self._take_in(edit.data, edit.config)
+                    return
         self.config_problem = edit.problem
-        if edit.data is None or edit.problem:
-            return
-        before = self.config
+
+    def _take_in(self, data: bytes, config: Config | None) -> str | None:
+        """Append the edit's config unless it is the config already; None, or why not yet."""
+        before = self._config_in_log()
         try:
-            if edit.config is not None and edit.config != before:
-                # (Equal: our own rewrite seen before its hash was written, or a reformatting.)
+            if config is not None and config != before:
+                # (Equal: a reformatting.)
                 self.log.append(
                     ConfigChanged(
                         ts_us=now_us(),
-                        config=edit.config.to_dict(),
+                        config=config.to_dict(),
                         origin="file",
-                        weakened=weakened(before, edit.config),
+                        weakened=weakened(before, config),
                     )
                 )
-            write_atomic(self.home / CONFIG_HASH, hashlib.sha256(edit.data).hexdigest().encode())
+            write_atomic(self.home / CONFIG_HASH, hashlib.sha256(data).hexdigest().encode())
         except DiskFullError as exc:
-            self.config_problem = f"config.json edit not taken in yet: {exc}"
+            return f"config.json edit not taken in yet: {exc}"
+        return None
 
     def _config_edit(self) -> ConfigEdit:
         """What config.json holds that its last known hash does not: nothing, a valid edit,
@@ -363,7 +402,7 @@ class MemoryStore:
         if hashlib.sha256(data).hexdigest() == known:
             return ConfigEdit()
         try:
-            edit = json.loads(data)
+            edit = jsontext.parse(data)
             if edit == {}:
                 raise ConfigError("it holds no settings")
             config = config_from_dict(edit)

@@ -5,6 +5,7 @@
     base.tokens   the word definition (index and blind tokens)
     base.fs       the file layer every durable write goes through
     base.processes  whether a pid still runs
+    base.jsontext   JSON from outside, its parser's limits one ValueError
 
 Public API (imported lazily: importing ``base`` loads only ``base.fronts``)::
 

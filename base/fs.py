@@ -8,7 +8,9 @@ written (a short write is continued), the file fsynced, then its folder; a full 
 
     write_atomic(path, data)   replace: a crash leaves the old file or the new one, never
                                half (the views' manifest and state, the purge plan, the
-                               config, keyinfo.json, the service files)
+                               config, keyinfo.json, the service files); the one for a path
+                               a person names (``show --save``): a new 0600 file renamed
+                               over it, so a symbolic link there is replaced, not followed
     write_new(path, data)      never replace: False when ``path`` exists; a crash leaves no
                                file or the whole one (the key file)
     write_file(path, data)     in place, for a file that nothing refers to until it is
@@ -74,8 +76,9 @@ class WritableFile:
 
 class FileSystem:
     def create(self, path: Path, *, exclusive: bool = False, mode: int = FILE_MODE) -> WritableFile:
-        """A new, empty file: an existing one is truncated, or, ``exclusive``, refused."""
-        flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
+        """A new, empty file: an existing one is truncated, or, ``exclusive``, refused; a
+        symbolic link at ``path`` is refused (ELOOP), never followed to truncate its target."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_EXCL if exclusive else os.O_TRUNC)
         return WritableFile(path, flags, mode)
 
     def append(self, path: Path) -> WritableFile:
@@ -139,6 +142,19 @@ def fsync_dir(path: Path) -> None:
     FS.fsync_dir(path)
 
 
+def open_log(path: Path) -> int:
+    """A file a person names for Backscroll to append to (the daemon's ``--log-file``, which
+    holds window titles): created 0600 and an existing one narrowed to 0600, as the log
+    grows it; a symbolic link is refused (ELOOP), not followed to append to its target."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def write_atomic(path: Path, data: bytes, *, mode: int = FILE_MODE) -> None:
     """Replace ``path`` with ``data``: a crash leaves the old file or the new one, never half."""
     with _disk_full_is_reported(path):
@@ -174,7 +190,8 @@ def write_file(path: Path, data: bytes, *, mode: int = FILE_MODE) -> None:
     """Write ``path`` in place (an existing file is truncated first), durably.
 
     Only for a file nothing refers to until this returns: a crash part way leaves a short
-    file that must be recognisable as unreferenced (a thumbnail before its event).
+    file that must be recognisable as unreferenced (a thumbnail before its event). Not for a
+    path a person names: an existing file there keeps its mode (write_atomic replaces it).
     """
     with _disk_full_is_reported(path):
         _write_whole(path, data, exclusive=False, mode=mode)
@@ -223,8 +240,6 @@ def _writer_of(name: str) -> int | None:
     tag = name.removesuffix(".tmp").rsplit(".", 1)[-1]
     pid, _, token = tag.partition("-")
     return int(pid) if pid.isdigit() and len(token) == 16 else None
-
-    return True
 
 
 def _discard(path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from base import jsontext
 from base.fs import FileSystem
 from eventlog._warn import warn
 from eventlog.folder import MANIFEST_NAME, NEW_SUFFIX, segment_files
@@ -48,7 +49,7 @@ def recover(fs: FileSystem, folder: Path) -> None:
 def _finish(fs: FileSystem, folder: Path) -> None:
     manifest = folder / MANIFEST_NAME
     try:
-        plan = json.loads(manifest.read_bytes())
+        plan = jsontext.parse(manifest.read_bytes())
         install, remove = list(plan["install"]), list(plan["remove"])
     except (ValueError, TypeError, KeyError):
         # The manifest exists only once the compaction committed, so finish it: install

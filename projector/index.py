@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from base import jsontext
 from base.fs import write_atomic
 from projector.schema import SCHEMA_VERSION, build_schema, register_analyzers
 
@@ -43,7 +44,7 @@ class Manifest(msgspec.Struct):
     @classmethod
     def load(cls, root: Path) -> Manifest | None:
         try:
-            return msgspec.json.decode((root / MANIFEST).read_bytes(), type=cls)
+            return jsontext.decode((root / MANIFEST).read_bytes(), cls)
         except (FileNotFoundError, msgspec.DecodeError):
             return None  # missing or damaged: the view is rebuilt from the log
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import msgspec
 
+from base import jsontext
 from base.clock import now_us
 from base.errors import LockedError, is_disk_full
 from base.fs import current, ensure_dir, write_atomic
@@ -325,6 +326,6 @@ def _try_lock(path: Path) -> int:
 def _load_plan(path: Path) -> PurgePlan | None:
     """The saved plan; None when there is none or it cannot be read (then it is re-made)."""
     try:
-        return msgspec.json.decode(path.read_bytes(), type=PurgePlan)
+        return jsontext.decode(path.read_bytes(), PurgePlan)
     except (FileNotFoundError, msgspec.DecodeError):
         return None

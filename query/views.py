@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from base import jsontext
 from base.home import Layout
 from projector.index import MANIFEST, REBUILD, Manifest, broken, damage, open_to_read
 from projector.state import STATE_FILE, State
@@ -46,7 +47,7 @@ class ViewReader:
             return None
         if mtime != self._manifest_mtime:
             try:
-                self._manifest = msgspec.json.decode(path.read_bytes(), type=Manifest)
+                self._manifest = jsontext.decode(path.read_bytes(), Manifest)
                 self.damaged.pop(MANIFEST_VIEW, None)
             except (OSError, msgspec.DecodeError) as exc:
                 self.damaged[MANIFEST_VIEW] = _why(exc)

@@ -25,18 +25,25 @@ def start(
     home: Home = None,
 ) -> None:
     """Run the capture daemon in the foreground; Ctrl-C stops it after the frame in hand."""
+    import errno
     import logging
+    import os
     import signal
 
     from backscroll.daemon import Daemon
-    from base.fs import ensure_dir, private_umask
+    from base.errors import UsageError
+    from base.fs import ensure_dir, open_log, private_umask
 
     private_umask()  # before the store opens: the log file below holds what was on screen
+    stream = sys.stderr
     if log_file:
         ensure_dir(log_file.parent)
-    handler: logging.Handler = (
-        logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
-    )
+        try:
+            stream = os.fdopen(open_log(log_file), "a", encoding="utf-8")
+        except OSError as exc:
+            why = "a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
+            raise UsageError(f"cannot log to {log_file}: {why}") from None
+    handler = logging.StreamHandler(stream)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.addHandler(handler)

@@ -87,7 +87,7 @@ def show(
     """A frame's full text and metadata; --save writes its decrypted thumbnail."""
     from backscroll import answer
     from base.errors import NotFoundError, UsageError
-    from base.fs import write_file
+    from base.fs import write_atomic
 
     request = ask(contract.ShowRequest, id=frame_id, include_image=save is not None)
     with open_store(home) as store:
@@ -96,7 +96,9 @@ def show(
         if shown.jpeg is None:
             raise NotFoundError(f"frame #{frame_id} has no readable thumbnail")
         try:
-            write_file(save, shown.jpeg)  # 0600, whatever the umask: it is decrypted
+            # A new file renamed over the path, 0600 whatever the umask (it is decrypted):
+            # opened in place, a symbolic link there had its target overwritten.
+            write_atomic(save, shown.jpeg)
         except OSError as exc:
             raise UsageError(f"cannot write the thumbnail to {save}: {exc.strerror}") from None
     reply(shown.answer, shown.text, json)
