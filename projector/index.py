@@ -70,12 +70,12 @@ FOOTER_MAGIC = 1337
 before it, then the footer's length and this number, each a little-endian u32."""
 
 
-def damage(path: Path, newer_than_ns: int = -1, read: list[str] | None = None) -> str | None:
+def damage(path: Path, newer_than_ns: int = -1) -> str | None:
     """Why the partition at ``path`` is damaged (its meta.json does not decode, or a file of
     a segment it lists fails its checksum), or None. Only the files modified at or after
-    ``newer_than_ns`` are read (their names go to ``read``): a writer checks what changed
-    since its last commit, ``verify`` everything. Files no segment lists are a commit that
-    never happened (a writer killed mid-way), which Tantivy removes: not the index's.
+    ``newer_than_ns`` are read: a writer checks what changed since its last commit,
+    ``verify`` everything. Files no segment lists are a commit that never happened (a
+    writer killed mid-way), which Tantivy removes: they are not the index's.
 
     Opening an index reads its meta.json and footers only: a damaged stored-text block
     opened fine and broke every read that reached it."""
@@ -94,8 +94,6 @@ def damage(path: Path, newer_than_ns: int = -1, read: list[str] | None = None) -
             if (path / name).stat().st_mtime_ns < newer_than_ns:
                 continue
             data = (path / name).read_bytes()
-            if read is not None:
-                read.append(name)
         except FileNotFoundError:
             return f"{name} is missing"  # Tantivy writes every file of a segment, always
         if not _sound(data):

@@ -52,15 +52,9 @@ class SearchWriter:
             manifest = Manifest()  # rebuilt from zero by replaying the log
         self.manifest = manifest
         remove_strays(self.root, manifest)
-        read: list[str] = []
-        self.damaged = _damaged(root, manifest, read)
+        self.damaged = _damaged(root, manifest)
         """Months whose files changed since the last commit and fail their checksums: the
         projector rebuilds them from the log before anything else."""
-        if read and not self.damaged:
-            # Sound: saved again, so that the next writer does not read them again (a
-            # merge's files, which Tantivy finishes after the last commit saved it, would
-            # otherwise be read by every writer until the next commit).
-            manifest.save(root)
         self._indexes: dict[str, tantivy.Index] = {}
         self._writers: dict[str, tantivy.IndexWriter] = {}
         self._dirty_upto = -1
@@ -202,7 +196,7 @@ def _opens(root: Path, manifest: Manifest) -> bool:
     return True
 
 
-def _damaged(root: Path, manifest: Manifest, read: list[str]) -> dict[str, str]:
+def _damaged(root: Path, manifest: Manifest) -> dict[str, str]:
     """Month → why, for the partitions with a file that fails its checksum, among the files
     modified since the manifest was last saved: every commit saves it after its files, so a
     file newer than it was changed by something else (a merge finishing, a hand, a tool).
@@ -214,7 +208,7 @@ def _damaged(root: Path, manifest: Manifest, read: list[str]) -> dict[str, str]:
         return {}
     found = {}
     for month, name in manifest.partitions.items():
-        why = damage(root / name, newer_than_ns=since, read=read)
+        why = damage(root / name, newer_than_ns=since)
         if why is not None:
             found[month] = why
     return found

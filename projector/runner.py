@@ -64,8 +64,14 @@ class Projector:
         ensure_dir(self.layout.views)
         self.log: EventLog = log_ or Log(self.layout.log)
         self._lock_fd = _try_lock(self.layout.views / "LOCK")
-        self.search = SearchWriter(self.layout.search)
-        state = State.load(self.layout.views)
+        try:
+            self.search = SearchWriter(self.layout.search)
+            state = State.load(self.layout.views)
+        except BaseException:
+            # Opening the writer may repair a damaged month, and so fail (a full disk, a power
+            # cut): the lock goes with it, or this process would lock itself out of its views.
+            os.close(self._lock_fd)
+            raise
         if state is None or self.search.position < 0 <= state.position:
             state = State()
         self.state = state

@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import shutil
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,14 +21,12 @@ from backscroll.mcp_server import build_server
 from backscroll.screen_memory import recent_context, recent_stretches
 from backscroll.store import MemoryStore
 from projector.index import Manifest
-from projector.indexer import SearchWriter, _damaged
 from tests.helpers import ago, populate, run
 from tests.test_read_only import answered, cli, read_only, snapshot
 
 MONTHS = ("2026-09", "2026-10", "2026-11")
 PER_MONTH = 10
 REBUILD = "backscroll reindex --views-only"
-SECOND = 1_000_000_000
 
 
 @pytest.fixture
@@ -256,21 +253,3 @@ def test_the_recent_context_tools_say_when_a_damaged_month_hid_windows(
         assert answer.incomplete is not None
         assert f"the search view of {month} is damaged" in answer.incomplete
         assert REBUILD in answer.incomplete
-
-
-def test_a_writer_reads_the_files_changed_since_the_last_commit_once(months: Path) -> None:
-    """Files newer than the manifest (a merge Tantivy finished after the last commit) are
-    checked by the next writer, which then saves the manifest again: the one after it reads
-    nothing, where every writer until the next commit would have read them all."""
-    root = months / "views" / "search"
-    changed = time.time_ns() - 10 * SECOND  # both in the past, whatever the clock's grain
-    for path in month_folder(months, "2026-10").iterdir():
-        os.utime(path, ns=(changed, changed))
-    os.utime(root / "manifest.json", ns=(changed - SECOND, changed - SECOND))
-    manifest = Manifest.load(root)
-    assert manifest is not None
-    read: list[str] = []
-    assert _damaged(root, manifest, read) == {} and read
-    SearchWriter(root).close()
-    read.clear()
-    assert _damaged(root, manifest, read) == {} and read == []
