@@ -9,7 +9,7 @@ from base.errors import CorruptionError
 from eventlog.codec import decode_or_report
 from eventlog.damage import damage_problems
 from eventlog.events import FRAME_TYPE, DamageDiscarded, DamageFound
-from eventlog.folder import MANIFEST_NAME, list_segments, read_next
+from eventlog.folder import MANIFEST_NAME, NEXT_NAME, list_segments, read_next, sealed_or_stand_in
 from eventlog.format import HEADER
 from eventlog.segment import Problem, read_sealed, scan_records, unpack_header
 
@@ -36,16 +36,23 @@ def _verify_once(folder: Path, writing: bool) -> list[Problem]:
     gaps: list[tuple[str, int, int]] = []
     found: dict[int, DamageFound] = {}
     discarded = -1
-    for segment in list_segments(folder):
+    segments = list_segments(folder)
+    for i, segment in enumerate(segments):
         name = segment.path.name
         data = segment.path.read_bytes()
         if segment.base > covered:
             gaps.append((name, covered, segment.base - 1))
-        try:
-            header = unpack_header(data)
-        except CorruptionError as exc:
-            problems.append(Problem(name, 0, None, str(exc)))
-            continue
+        if segment.sealed:
+            # A damaged header stands in for itself: the blocks are checked all the same.
+            header, broken = sealed_or_stand_in(segment, segments[i + 1 :])
+            if broken is not None:
+                problems.append(Problem(name, 0, None, f"{broken}: clear --damaged rewrites it"))
+        else:
+            try:
+                header = unpack_header(data)
+            except CorruptionError as exc:
+                problems.append(Problem(name, 0, None, str(exc)))
+                continue
         if segment.sealed:
             covered = max(covered, header.end_offset)
         if header.base_offset != segment.base:
@@ -53,7 +60,8 @@ def _verify_once(folder: Path, writing: bool) -> list[Problem]:
         if segment.sealed:
             records = list(read_sealed(segment.path, 0, problems))
             frames = sum(r.type == FRAME_TYPE for r in records)
-            if frames != header.frames or len(records) - frames != header.controls:
+            counts = (header.frames, header.controls)
+            if broken is None and (frames, len(records) - frames) != counts:
                 problems.append(Problem(name, 0, None, "header counts differ from records"))
         else:
             scan = scan_records(data, HEADER.size, name, segment.base - 1)
@@ -74,7 +82,10 @@ def _verify_once(folder: Path, writing: bool) -> list[Problem]:
                 discarded = max(discarded, event.upto_id)
     tail = max(previous + 1, covered)
     handed_out = read_next(folder)
-    if handed_out > tail and not writing:
+    if handed_out is None:
+        message = "damaged (fails its check): the next write rebuilds it from the segments"
+        problems.append(Problem(NEXT_NAME, 0, None, message))
+    elif handed_out > tail and not writing:
         gaps.append(("", tail, handed_out - 1))
     problems += damage_problems(folder, found, discarded, gaps)
     return problems

@@ -1,0 +1,171 @@
+"""Damage to the log's files besides the records.
+
+Each test reproduces a case of issue 24 and fails on the code before its fix: a damaged
+header of a sealed segment (with one ``clear``, it bricked the store) and a flipped bit in
+``log/NEXT``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from backscroll.actions import delete, import_frames
+from backscroll.store import MemoryStore
+from eventlog.events import DamageFound, FrameCaptured
+from eventlog.folder import NEXT_NAME, read_next
+from eventlog.format import HEADER
+from eventlog.log import Log
+from tests.helpers import frame_event, run
+
+T = 1_764_600_000  # 2025-12-01, epoch seconds
+APPS = ["Terminal", "Browser", "Slack", "Editor"]
+
+
+def line(i: int, text: str = "") -> str:
+    body = text or f"word{i:05d} " + " ".join(f"filler{j}" for j in range(40))
+    app = APPS[i % 4]
+    return json.dumps({"ts": T + i, "app": app, "title": f"{app} window", "text": body})
+
+
+def sealed_store(home: Path, frames: int = 200) -> MemoryStore:
+    store = MemoryStore(home, write=True)
+    store.log.segment_bytes = 16 * 1024  # seal often: several sealed segments
+    for start in range(0, frames, 25):
+        import_frames(store, [line(i) for i in range(start, min(frames, start + 25))])
+    return store
+
+
+def frames_by_app(home: Path) -> dict[int, str]:
+    log = Log(home / "log")
+    return {e.frame_id: e.app for _, e in log.read() if isinstance(e, FrameCaptured)}
+
+
+# -- case 1: a damaged header of a sealed segment -------------------------------------------
+
+
+@pytest.mark.parametrize("which", [0, -1], ids=["first-sealed", "last-sealed"])
+def test_a_damaged_segment_header_neither_refuses_clear_nor_bricks_the_store(
+    backscroll_home: Path, capsys: pytest.CaptureFixture[str], which: int
+) -> None:
+    store = sealed_store(backscroll_home)
+    delete(store, app="Slack")  # a compaction: the active segment is sealed
+    segment = [s for s in store.log.segments() if s.sealed][which]
+    data = bytearray(segment.path.read_bytes())
+    data[20] ^= 0x01  # created_us: the header's checksum fails
+    segment.path.write_bytes(bytes(data))
+    held = {
+        e.frame_id
+        for _, e in Log(backscroll_home / "log").read()
+        if isinstance(e, FrameCaptured) and segment.base <= e.frame_id
+    }
+
+    code, _, err = run(capsys, "clear", "--app", "Browser", "-y")
+    assert code == 0, err
+    expected = {i: a for i, a in frames_by_app(backscroll_home).items() if a != "Browser"}
+    assert set(expected.values()) == {"Terminal", "Editor"} and held & set(expected)
+    for args in (["status"], ["timeline"], ["pause", "10m"], ["resume"]):
+        code, _, err = run(capsys, *args)
+        assert code == 0, (args, err)
+    words = json.loads(run(capsys, "search", "filler7", "--limit", "500", "--json")[1])
+    assert {m["id"] for m in words["matches"]} == set(expected)
+
+    code, out, _ = run(capsys, "verify")
+    assert code == 1 and "kept aside" in out and out.count("\n") == 2, out
+    code, _, err = run(capsys, "clear", "--damaged", "-y")
+    assert code == 0, err
+    assert run(capsys, "verify")[:2] == (0, "healthy\n")
+    assert frames_by_app(backscroll_home) == expected  # the header held no frame: none lost
+
+
+def test_a_damaged_segment_header_is_rewritten_by_clear_damaged_alone(
+    backscroll_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = sealed_store(backscroll_home)
+    everything = frames_by_app(backscroll_home)
+    segment = store.log.segments()[1]
+    data = bytearray(segment.path.read_bytes())
+    data[HEADER.size - 1] ^= 0x80  # the checksum itself
+    segment.path.write_bytes(bytes(data))
+
+    code, out, _ = run(capsys, "verify")
+    assert code == 1 and "header checksum mismatch: clear --damaged" in out, out
+    assert "missing" not in out  # the segment still covers its offsets
+    assert run(capsys, "clear", "--damaged", "-y")[0] == 0
+    assert run(capsys, "verify")[:2] == (0, "healthy\n")
+    assert frames_by_app(backscroll_home) == everything
+
+
+def test_a_log_that_ends_in_a_sealed_segment_with_a_damaged_header_goes_on(
+    tmp_path: Path,
+) -> None:
+    log = Log(tmp_path / "log")
+    for offset in range(6):
+        log.append(frame_event(offset))
+    log.compact(lambda offset, event: None if offset == 5 else event)  # seals 0..5, ends there
+    (segment,) = log.segments()
+    assert segment.sealed
+    data = bytearray(segment.path.read_bytes())
+    data[30] ^= 0x04  # end_offset
+    segment.path.write_bytes(bytes(data))
+
+    reader = Log(log.path)
+    assert (reader.next_offset(), reader.lost_tail()) == (6, None)
+    assert [p.message for p in reader.verify()] == [
+        "header checksum mismatch: clear --damaged rewrites it"
+    ]
+    assert Log(log.path).append(frame_event(6)) == 6
+    assert log.compact(lambda _, e: e, repair=True).undecodable == 0
+    assert [o for o, e in log.read() if isinstance(e, FrameCaptured)] == [0, 1, 2, 3, 4, 6]
+    (kept, *_) = log.verify()
+    assert kept.message.startswith("64 unreadable bytes (may have held no offset) kept aside")
+
+
+# -- case 4: a flipped bit in log/NEXT ------------------------------------------------------
+
+
+@pytest.mark.parametrize("bit", [0, 5, 31, 48, 63])
+def test_a_flipped_bit_in_next_is_found_and_writing_goes_on_from_the_segments(
+    tmp_path: Path, bit: int
+) -> None:
+    log = Log(tmp_path / "log")
+    for offset in range(5):
+        log.append(frame_event(offset))
+    path = log.path / NEXT_NAME
+    data = bytearray(path.read_bytes())
+    data[bit // 8] ^= 1 << (bit % 8)
+    path.write_bytes(bytes(data))
+
+    problems = Log(log.path).verify()
+    assert [p.segment for p in problems] == [NEXT_NAME], problems
+    reader = Log(log.path)
+    assert (reader.next_offset(), reader.lost_tail()) == (5, None)
+
+    assert Log(log.path).append(frame_event(5)) == 5  # no frame id jumps, none reused
+    assert not [e for _, e in log.read() if isinstance(e, DamageFound)]  # nothing "lost"
+    assert log.verify() == []
+    assert read_next(log.path) == 6
+
+
+def test_a_store_whose_next_is_damaged_says_so_in_one_line_and_the_next_write_repairs_it(
+    backscroll_home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    source = tmp_path / "frames.jsonl"
+    source.write_text("\n".join(line(i) for i in range(5)) + "\n")
+    assert run(capsys, "import", str(source))[0] == 0
+    before = sorted(frames_by_app(backscroll_home))
+    path = backscroll_home / "log" / NEXT_NAME
+    data = bytearray(path.read_bytes())
+    data[7] ^= 0x80  # the top bit: an offset no frame id may take
+    path.write_bytes(bytes(data))
+
+    code, out, _ = run(capsys, "verify")
+    assert code == 1 and out.count("\n") == 2 and "NEXT" in out, out
+    source.write_text(line(5) + "\n")
+    code, _, err = run(capsys, "import", str(source))
+    assert code == 0, err
+    assert run(capsys, "verify")[:2] == (0, "healthy\n")
+    # (The store's first event records its key: the frames are 1..5, and the new one 6.)
+    assert sorted(frames_by_app(backscroll_home)) == [*before, before[-1] + 1]
