@@ -479,14 +479,28 @@ class Log:
 
     def kept_aside(self) -> list[Path]:
         """Every copy of unreadable bytes that the person has not discarded: what the
-        rewrites kept in ``damaged/`` and torn records that may have been acknowledged."""
-        paths = set(damage.damaged(self.path))
+        rewrites kept in ``damaged/`` and the torn tails, acknowledged or not."""
+        paths = set(damage.damaged(self.path)) | set(damage.torn_tails(self.path))
         for _, event in self.read(types={TYPE_CODES[DamageFound]}):
             if isinstance(event, DamageFound) and event.aside:
                 path = damage.aside_path(self.path, event.aside)
                 if path is not None:
                     paths.add(path)
         return sorted(paths)
+
+    def remove_aside(self, wanted: Callable[[Event], bool]) -> list[str]:
+        """Remove the copies kept aside that may hold an event ``wanted`` picks: a deletion
+        reaches every file that may hold its frames' text (``damage.may_hold``)."""
+        removed = []
+        with self.locked():
+            for path in self.kept_aside():
+                if damage.may_hold(path.read_bytes(), wanted):
+                    self.fs.remove(path)
+                    removed.append(str(path.relative_to(self.path)))
+                    log.warning("event log: %s removed by a deletion", path.name)
+            for folder in {self.path / name for name in removed}:
+                self.fs.fsync_dir(folder.parent)
+        return removed
 
     def disk_bytes(self) -> int:
         while True:

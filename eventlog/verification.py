@@ -8,7 +8,7 @@ from pathlib import Path
 from base.errors import CorruptionError
 from eventlog.codec import decode_or_report
 from eventlog.damage import damage_problems
-from eventlog.events import FRAME_TYPE, DamageDiscarded, DamageFound
+from eventlog.events import FRAME_TYPE, DamageDiscarded, DamageFound, PurgeCompleted
 from eventlog.folder import MANIFEST_NAME, NEXT_NAME, list_segments, read_next, sealed_or_stand_in
 from eventlog.format import HEADER
 from eventlog.segment import Problem, read_sealed, scan_records, unpack_header
@@ -36,6 +36,7 @@ def _verify_once(folder: Path, writing: bool) -> list[Problem]:
     gaps: list[tuple[str, int, int]] = []
     found: dict[int, DamageFound] = {}
     discarded = -1
+    removed: set[str] = set()  # copies kept aside that a deletion removed
     segments = list_segments(folder)
     for i, segment in enumerate(segments):
         name = segment.path.name
@@ -80,6 +81,8 @@ def _verify_once(folder: Path, writing: bool) -> list[Problem]:
                 found[record.offset] = event
             elif isinstance(event, DamageDiscarded):
                 discarded = max(discarded, event.upto_id)
+            elif isinstance(event, PurgeCompleted):
+                removed.update(event.aside)
     tail = max(previous + 1, covered)
     handed_out = read_next(folder)
     if handed_out is None:
@@ -87,5 +90,5 @@ def _verify_once(folder: Path, writing: bool) -> list[Problem]:
         problems.append(Problem(NEXT_NAME, 0, None, message))
     elif handed_out > tail and not writing:
         gaps.append(("", tail, handed_out - 1))
-    problems += damage_problems(folder, found, discarded, gaps)
+    problems += damage_problems(folder, found, discarded, gaps, removed)
     return problems

@@ -1,8 +1,8 @@
-"""Damage to the log's files besides the records.
+"""Damage to the log's files besides the records, and the copies the log keeps aside.
 
 Each test reproduces a case of issue 24 and fails on the code before its fix: a damaged
-header of a sealed segment (with one ``clear``, it bricked the store) and a flipped bit in
-``log/NEXT``.
+header of a sealed segment (with one ``clear``, it bricked the store), a flipped bit in
+``log/NEXT``, and torn tails that kept their text through ``clear`` and were never reported.
 """
 
 from __future__ import annotations
@@ -14,11 +14,14 @@ import pytest
 
 from backscroll.actions import delete, import_frames
 from backscroll.store import MemoryStore
-from eventlog.events import DamageFound, FrameCaptured
+from eventlog import codec
+from eventlog.events import DamageFound, FrameCaptured, PurgeCompleted
 from eventlog.folder import NEXT_NAME, read_next
-from eventlog.format import HEADER
+from eventlog.format import BLOCK, HEADER
 from eventlog.log import Log
+from eventlog.segment import pack_record
 from tests.helpers import frame_event, run
+from tests.residue import files_containing
 
 T = 1_764_600_000  # 2025-12-01, epoch seconds
 APPS = ["Terminal", "Browser", "Slack", "Editor"]
@@ -169,3 +172,81 @@ def test_a_store_whose_next_is_damaged_says_so_in_one_line_and_the_next_write_re
     assert run(capsys, "verify")[:2] == (0, "healthy\n")
     # (The store's first event records its key: the frames are 1..5, and the new one 6.)
     assert sorted(frames_by_app(backscroll_home)) == [*before, before[-1] + 1]
+
+
+# -- case 13: torn tails and other copies kept aside, against deletion and verify -----------
+
+
+def tear(home: Path, app: str, text: str, whole: bool) -> None:
+    """Leave at the end of the active segment a frame's record that did not make it: cut off
+    (an append a crash cut short), or whole with a failing checksum (damaged after it
+    returned)."""
+    log = Log(home / "log")
+    offset = log.next_offset()
+    frame = FrameCaptured(
+        ts_us=T * 10**6, frame_id=offset, captured_us=T * 10**6, app=app, title="t", text=text
+    )
+    record = bytearray(pack_record(codec.type_code(frame), offset, codec.encode(frame)))
+    if whole:
+        record[4] ^= 0xFF  # the record's CRC
+    else:
+        record = record[: len(record) - 5]
+    with open(log.segments()[-1].path, "ab") as f:
+        f.write(record)
+
+
+@pytest.mark.parametrize("whole", [False, True], ids=["cut-off", "whole-record"])
+def test_a_torn_tail_is_reported_by_verify_and_its_text_goes_with_clear(
+    backscroll_home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, whole: bool
+) -> None:
+    source = tmp_path / "frames.jsonl"
+    source.write_text("\n".join(line(i) for i in range(8)) + "\n")
+    assert run(capsys, "import", str(source))[0] == 0
+    tear(backscroll_home, "Slack", "zanzibar quokka", whole)
+    assert run(capsys, "pause", "10m")[0] == 0  # a writer keeps the torn tail aside
+    (torn,) = (backscroll_home / "log").glob("*.torn")
+    assert files_containing(backscroll_home, "zanzibar") == [str(torn)]
+
+    code, out, _ = run(capsys, "verify")
+    assert code == 1 and torn.name in out, out
+
+    # A deletion whose scope the copy's frame is not in leaves a copy that decodes alone.
+    assert run(capsys, "clear", "--app", "Editor", "-y")[0] == 0
+    assert torn.exists() == whole
+
+    assert run(capsys, "clear", "-y")[0] == 0
+    assert files_containing(backscroll_home, "zanzibar") == []
+    purges = [e for _, e in Log(backscroll_home / "log").read() if isinstance(e, PurgeCompleted)]
+    assert [p.aside for p in purges if p.aside] == [(torn.name,)]
+    code, out, _ = run(capsys, "verify")
+    if whole:  # offsets an append had returned are gone: said until acknowledged
+        assert code == 1 and "removed by a deletion" in out and out.count("\n") == 2, out
+        assert run(capsys, "clear", "--damaged", "-y")[0] == 0
+    assert run(capsys, "verify")[:2] == (0, "healthy\n")
+
+
+def test_clear_damaged_removes_torn_tails_no_event_names(
+    backscroll_home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    source = tmp_path / "frames.jsonl"
+    source.write_text("\n".join(line(i) for i in range(3)) + "\n")
+    assert run(capsys, "import", str(source))[0] == 0
+    tear(backscroll_home, "Slack", "zanzibar quokka", whole=False)
+    assert run(capsys, "pause", "10m")[0] == 0
+    assert run(capsys, "verify")[0] == 1
+    assert run(capsys, "clear", "--damaged", "-y")[0] == 0
+    assert files_containing(backscroll_home, "zanzibar") == []
+    assert run(capsys, "verify")[:2] == (0, "healthy\n")
+
+
+def test_the_residue_scanner_reads_the_copy_of_a_damaged_block(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    store = sealed_store(home, frames=100)
+    first = store.log.segments()[0]
+    data = bytearray(first.path.read_bytes())
+    data[HEADER.size + 8] ^= 0xFF  # the first block's checksum: its data is whole
+    first.path.write_bytes(bytes(data))
+    store.log.compact(lambda _, e: e, repair=True)  # kept aside in damaged/, then left out
+    (copy,) = (home / "log" / "damaged").iterdir()
+    assert copy.read_bytes()[: BLOCK.size][:4] == b"BLK\0"
+    assert any(where.startswith(str(copy)) for where in files_containing(home, "word00000"))
