@@ -2,7 +2,8 @@
 
 Each test reproduces a case of issue 24 and fails on the code before its fix: a damaged
 header of a sealed segment (with one ``clear``, it bricked the store), a flipped bit in
-``log/NEXT``, and torn tails that kept their text through ``clear`` and were never reported.
+``log/NEXT``, torn tails that kept their text through ``clear`` and were never reported, and
+a changed key that ``verify`` did not see.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from backscroll.actions import delete, import_frames
@@ -250,3 +252,27 @@ def test_the_residue_scanner_reads_the_copy_of_a_damaged_block(tmp_path: Path) -
     (copy,) = (home / "log" / "damaged").iterdir()
     assert copy.read_bytes()[: BLOCK.size][:4] == b"BLK\0"
     assert any(where.startswith(str(copy)) for where in files_containing(home, "word00000"))
+
+
+# -- also worth a look: a changed key -------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["key-file", "key-file-and-keyinfo"])
+def test_verify_reports_a_changed_key(
+    backscroll_home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, where: str
+) -> None:
+    from backscroll import keys
+
+    source = tmp_path / "frames.jsonl"
+    source.write_text("\n".join(line(i) for i in range(3)) + "\n")
+    assert run(capsys, "import", str(source))[0] == 0  # thumbnails are encrypted: a key
+    assert run(capsys, "verify")[:2] == (0, "healthy\n")
+    other = bytes(range(keys.KEY_BYTES))
+    (backscroll_home / keys.KEY_FILE).write_text(keys._encode(other) + "\n")
+    if where == "key-file-and-keyinfo":
+        info = keys.KeyInfo(store="file", fingerprint=keys.fingerprint(other))
+        (backscroll_home / keys.KEYINFO_FILE).write_bytes(msgspec.json.encode(info))
+
+    code, out, _ = run(capsys, "verify")
+    assert code == 1 and out.count("\n") == 2 and out.startswith("key: "), out
+    assert keys.fingerprint(other) in out
