@@ -9,7 +9,14 @@ from base.errors import CorruptionError
 from eventlog.codec import decode_or_report
 from eventlog.damage import damage_problems
 from eventlog.events import FRAME_TYPE, DamageDiscarded, DamageFound, PurgeCompleted
-from eventlog.folder import MANIFEST_NAME, NEXT_NAME, list_segments, read_next, sealed_or_stand_in
+from eventlog.folder import (
+    MANIFEST_NAME,
+    NEW_SUFFIX,
+    NEXT_NAME,
+    list_segments,
+    read_next,
+    sealed_or_stand_in,
+)
 from eventlog.format import HEADER
 from eventlog.segment import Problem, read_sealed, scan_records, unpack_header
 
@@ -31,6 +38,13 @@ def _verify_once(folder: Path, writing: bool) -> list[Problem]:
     problems: list[Problem] = []
     if (folder / MANIFEST_NAME).exists() and not writing:
         problems.append(Problem(MANIFEST_NAME, 0, None, "an interrupted compaction is pending"))
+    elif not writing and (staged := _staged(folder)):
+        # Rewritten segments that never committed: they may hold screen text.
+        message = (
+            f"an interrupted compaction left {len(staged)} staged file(s) "
+            f"({', '.join(staged)}): the next command that writes removes them"
+        )
+        problems.append(Problem(staged[0], 0, None, message))
     previous = -1
     covered = 0  # segments tile the offsets from 0: a gap is a segment gone
     gaps: list[tuple[str, int, int]] = []
@@ -92,3 +106,10 @@ def _verify_once(folder: Path, writing: bool) -> list[Problem]:
         gaps.append(("", tail, handed_out - 1))
     problems += damage_problems(folder, found, discarded, gaps, removed)
     return problems
+
+
+def _staged(folder: Path) -> list[str]:
+    try:
+        return sorted(p.name for p in folder.iterdir() if p.name.endswith(NEW_SUFFIX))
+    except FileNotFoundError:
+        return []  # nothing appended yet

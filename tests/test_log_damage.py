@@ -254,6 +254,23 @@ def test_the_residue_scanner_reads_the_copy_of_a_damaged_block(tmp_path: Path) -
     assert any(where.startswith(str(copy)) for where in files_containing(home, "word00000"))
 
 
+def test_verify_names_the_files_an_interrupted_compaction_staged_and_a_writer_removes_them(
+    tmp_path: Path,
+) -> None:
+    log = Log(tmp_path / "log")
+    for offset in range(3):
+        log.append(frame_event(offset, text="zanzibar quokka"))
+    segment = log.segments()[0].path
+    staged = log.path / (segment.name.replace(".seg", ".zst") + ".new")
+    staged.write_bytes(segment.read_bytes())  # a crash before the compaction's commit point
+
+    problems = Log(log.path).verify()
+    assert [p.segment for p in problems] == [staged.name], problems
+    assert "interrupted compaction left 1 staged file(s)" in problems[0].message
+    log.append(frame_event(3))
+    assert not staged.exists() and log.verify() == []
+
+
 # -- also worth a look: a changed key -------------------------------------------------------
 
 
