@@ -498,8 +498,8 @@ class Log:
                     self.fs.remove(path)
                     removed.append(str(path.relative_to(self.path)))
                     log.warning("event log: %s removed by a deletion", path.name)
-            for folder in {self.path / name for name in removed}:
-                self.fs.fsync_dir(folder.parent)
+            for folder in {(self.path / name).parent for name in removed}:
+                self.fs.fsync_dir(folder)  # the unlinks are durable: no copy comes back
         return removed
 
     def disk_bytes(self) -> int:
