@@ -1,10 +1,12 @@
-"""``backscroll verify``: the log's framing and CRCs, thumbnails against their events, and
-each view's position and a sample of its documents against the log."""
+"""``backscroll verify``: the log's framing and CRCs, the key against the one the log
+recorded, thumbnails against their events, and each view's position and a sample of its
+documents against the log."""
 
 from __future__ import annotations
 
 import random
 
+from backscroll import keys
 from backscroll.store import MemoryStore
 from eventlog.events import FRAME_TYPE, FrameCaptured
 from projector.index import REBUILD, damage
@@ -15,6 +17,7 @@ SAMPLE = 200
 
 def verify_store(store: MemoryStore) -> list[str]:
     problems = [f"log: {p}" for p in store.log.verify()]
+    problems += _key_problems(store)
     frames: list[FrameCaptured] = []
     referenced: set[str] = set()
     for _, event in store.log.read(types={FRAME_TYPE}):
@@ -78,3 +81,20 @@ def _damaged_months(store: MemoryStore) -> dict[str, str]:
         if why is not None:
             found[month] = why
     return found
+
+
+def _key_problems(store: MemoryStore) -> list[str]:
+    """The key as its store holds it against ``keyinfo.json`` (``keys.key_status``), and the
+    key ``keyinfo.json`` names against the one the log recorded (``KeyCreated``): a key
+    changed in either place cannot read what the other one encrypted."""
+    key = keys.key_status(store.home)
+    if key.problem:
+        return [f"key: {key.problem}"]
+    recorded = store.state().key_fingerprint
+    if recorded and key.fingerprint != recorded:
+        named = f"fingerprint {key.fingerprint}" if key.fingerprint else "no key"
+        return [
+            f"key: {keys.KEYINFO_FILE} names {named}, but the log recorded key {recorded}: "
+            "what that key encrypted cannot be read until it is restored"
+        ]
+    return []

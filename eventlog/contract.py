@@ -21,7 +21,7 @@ The promises, which the conformance suite pins:
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
@@ -119,4 +119,9 @@ class EventLog(Protocol):
 
     def kept_aside(self) -> list[Path]:
         """Copies of unreadable bytes kept for the person to discard."""
+        ...
+
+    def remove_aside(self, wanted: Callable[[Event], bool]) -> list[str]:
+        """Remove the copies kept aside that may hold an event ``wanted`` picks (a deletion's
+        frames), named relative to the log: a copy that does not decode may hold any."""
         ...

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections.abc import Callable
 from pathlib import Path
+
+import zstandard
 
 from base.clock import now_us
 from base.fs import FileSystem, ensure_dir
+from eventlog import codec
 from eventlog._warn import warn
-from eventlog.events import DamageFound
+from eventlog.events import DamageFound, Event
 from eventlog.folder import DAMAGED_DIR, DAMAGED_SUFFIX, Segment, base_of
-from eventlog.format import KIND_ACTIVE, RECORD, TORN_SUFFIX
+from eventlog.format import BLOCK, BLOCK_MAGIC, HEADER, KIND_ACTIVE, MAGIC, RECORD, TORN_SUFFIX
 from eventlog.segment import Header, Problem, Record, pack_header, write_file
 
 
@@ -29,10 +33,11 @@ def keep_torn_tail(fs: FileSystem, folder: Path, path: Path, torn: bytes, end: i
         if not aside.exists():
             break
         aside = path.with_name(f"{path.name}.{end}.{n}{TORN_SUFFIX}")
-    write_file(fs, aside, torn)
-    # The copy must be durable before the truncation is: a power cut between them
-    # would otherwise lose the torn bytes.
-    fs.fsync_dir(folder)
+    if torn:  # (a segment created and never written holds nothing to keep)
+        write_file(fs, aside, torn)
+        # The copy must be durable before the truncation is: a power cut between them
+        # would otherwise lose the torn bytes.
+        fs.fsync_dir(folder)
     f = fs.append(path)
     try:
         f.truncate(end)
@@ -42,13 +47,14 @@ def keep_torn_tail(fs: FileSystem, folder: Path, path: Path, torn: bytes, end: i
         f.fsync()
     finally:
         f.close()
-    warn(
-        __name__,
-        "event log: torn tail of %d bytes in %s kept aside as %s",
-        len(torn),
-        path.name,
-        aside.name,
-    )
+    if torn:
+        warn(
+            __name__,
+            "event log: torn tail of %d bytes in %s kept aside as %s",
+            len(torn),
+            path.name,
+            aside.name,
+        )
     return aside
 
 
@@ -138,6 +144,44 @@ def damaged(folder: Path) -> list[Path]:
     return sorted(kept.iterdir())
 
 
+def torn_tails(folder: Path) -> list[Path]:
+    """The torn tails kept beside their segments, acknowledged or not: a cut-off append was
+    never acknowledged, so no event names it, but its bytes may still hold screen text."""
+    try:
+        return sorted(p for p in folder.iterdir() if p.name.endswith(TORN_SUFFIX))
+    except FileNotFoundError:
+        return []
+
+
+def may_hold(data: bytes, wanted: Callable[[Event], bool]) -> bool:
+    """Whether bytes kept aside may hold an event ``wanted`` picks. No only when they frame
+    up, every byte, into records whose payloads decode (their checksums aside: a failed one
+    is often why they were kept) and none of which it picks; a sealed segment's block is
+    decompressed first. A segment's header holds no event."""
+    if data[: len(MAGIC)] == MAGIC and len(data) <= HEADER.size:
+        return False
+    if data[: len(BLOCK_MAGIC)] == BLOCK_MAGIC:
+        try:
+            data = zstandard.ZstdDecompressor().decompress(data[BLOCK.size :])
+        except zstandard.ZstdError:
+            return True
+    pos = 0
+    while pos < len(data):
+        if pos + RECORD.size > len(data):
+            return True
+        stop = pos + RECORD.size + RECORD.unpack_from(data, pos)[0]
+        if stop > len(data):
+            return True
+        try:
+            event = codec.decode(data[pos + RECORD.size : stop])
+        except (ValueError, KeyError, TypeError):  # msgspec's errors are ValueErrors
+            return True
+        if wanted(event):
+            return True
+        pos = stop
+    return False
+
+
 def aside_path(folder: Path, aside: str) -> Path | None:
     """The copy an event names, if it exists and is one the log makes: a hand-made event
     must not point ``clear --damaged`` at any other file."""
@@ -153,10 +197,12 @@ def damage_problems(
     found: dict[int, DamageFound],
     discarded: int,
     gaps: list[tuple[str, int, int]],
+    removed: set[str],
 ) -> list[Problem]:
     """What was kept aside or lost and not yet discarded by the person: ``found`` are the
     ``DamageFound`` events by offset, ``discarded`` the last offset a ``DamageDiscarded``
-    covers, ``gaps`` the (segment, first, last) offsets no segment holds."""
+    covers, ``gaps`` the (segment, first, last) offsets no segment holds, ``removed`` the
+    copies a deletion removed."""
     problems: list[Problem] = []
     lost = [(d.first_offset, d.last_offset) for d in found.values() if not d.aside]
     for name, lo, hi in gaps:
@@ -176,6 +222,11 @@ def damage_problems(
         )
         if not damage.aside:
             message = f"lost {held}: their segment was deleted or cut short behind the log's back"
+        elif damage.aside in removed:
+            message = (
+                f"{damage.length} unreadable bytes ({held}): their copy kept aside was removed "
+                "by a deletion, as it may have held the deleted frames"
+            )
         elif aside_path(folder, damage.aside) is not None:
             message = (
                 f"{damage.length} unreadable bytes (may have held {held}) kept aside as "
@@ -191,4 +242,9 @@ def damage_problems(
         if f"{DAMAGED_DIR}/{path.name}" not in described:
             size = path.stat().st_size
             problems.append(Problem(path.name, 0, None, "unreadable bytes kept aside", size))
+    for path in torn_tails(folder):
+        if path.name not in described:
+            size = path.stat().st_size
+            message = f"torn tail of a cut-off append ({size} bytes) kept aside as log/{path.name}"
+            problems.append(Problem(path.name, 0, None, message, size))
     return problems

@@ -122,6 +122,9 @@ class PurgeCompleted(Event, frozen=True, tag="purged"):
     request_id: Offset
     frames: Count = 0
     thumbnails: Count = 0
+    aside: tuple[Annotated[str, msgspec.Meta(max_length=MAX_NAME)], ...] = ()
+    """The copies of unreadable bytes kept aside (relative to the log folder) that it removed:
+    they may have held its frames (``EventLog.remove_aside``)."""
 
 
 class FramesRewritten(Event, frozen=True, tag="rewritten"):

@@ -1,7 +1,8 @@
 """The files of a log folder besides the records: segment listing, the lock, the NEXT counter.
 
 LOCK       the append lock (an OS file lock; its bytes mean nothing)
-NEXT       the next offset an append hands out, 8 bytes little-endian
+NEXT       the next offset an append hands out: 8 bytes little-endian, then their CRC32C
+           (4 bytes): a flipped bit is found, and the offset taken from the segments instead
 COMPACT    a committed rewrite's plan, present until it is finished (``eventlog.swap``)
 *.new      files a rewrite staged and has not installed yet
 damaged/   unreadable ranges a rewrite kept aside (``eventlog.damage``)
@@ -17,14 +18,16 @@ from typing import NamedTuple
 
 from base.errors import CorruptionError
 from base.fs import FileSystem
-from eventlog.format import HEADER, parse_segment_name
-from eventlog.segment import Header, unpack_header
+from eventlog._crc32c import crc32c
+from eventlog.format import HEADER, KIND_SEALED, parse_segment_name
+from eventlog.segment import Header, header_damage, read_sealed, unpack_header
 
 LOCK_NAME = "LOCK"
 MANIFEST_NAME = "COMPACT"
 NEXT_NAME = "NEXT"
 """Written after each append: segments that vanish behind the log's back (deleted by hand) are
 noticed, and their offsets never handed out again."""
+_NEXT_BYTES = 12
 DAMAGED_DIR = "damaged"
 DAMAGED_SUFFIX = ".damaged"
 NEW_SUFFIX = ".new"
@@ -72,21 +75,58 @@ def sealed_header(path: Path) -> Header:
         raise CorruptionError(f"event log segment {path.name} is damaged: {exc}") from None
 
 
-def read_next(folder: Path) -> int:
+class Sealed(NamedTuple):
+    header: Header
+    damage: str | None
+    """Why the header on disk is unreadable: ``header`` then stands in for it."""
+
+
+def sealed_or_stand_in(segment: Segment, later: list[Segment]) -> Sealed:
+    """A sealed segment's header, or a stand-in when its bytes are damaged: a header is all
+    a sealed segment holds outside its blocks, which carry checksums of their own and still
+    read, so one flipped bit there must not make the segment (or the log) unusable. The
+    stand-in takes the base from the name, the end offset from the next segment's base (the
+    segments tile the offsets) or, for the last, from its records and ``NEXT``, and the
+    creation time from the file's. ``later`` are the segments after it, in order."""
+    with open(segment.path, "rb") as f:
+        data = f.read(HEADER.size)
+    damage = header_damage(data)
+    if damage is None:
+        return Sealed(unpack_header(data), None)
+    if later:
+        end = later[0].base
+    else:
+        last = segment.base - 1
+        for record in read_sealed(segment.path):
+            last = record.offset
+        end = max(last + 1, read_next(segment.path.parent) or 0)
+    created = int(segment.path.stat().st_mtime * 1_000_000)
+    return Sealed(Header(KIND_SEALED, segment.base, created, end_offset=end), damage)
+
+
+def read_next(folder: Path) -> int | None:
+    """The next offset an append hands out, as ``NEXT`` says, or 0 when it has none: not
+    written yet, or cut short by a power cut (it is not fsynced). None when its bytes fail
+    their check: damage, which the segments make up for."""
     try:
         data = (folder / NEXT_NAME).read_bytes()
     except OSError:
         return 0
-    return int.from_bytes(data, "little") if len(data) == 8 else 0
+    if len(data) != _NEXT_BYTES:
+        return 0
+    if crc32c(data[:8]) != int.from_bytes(data[8:], "little"):
+        return None
+    return int.from_bytes(data[:8], "little")
 
 
 def write_next(fs: FileSystem, folder: Path, offset: int) -> None:
     """Not fsynced: after a power cut it may be older than the segments, never newer (it is
     written after their fsync), and the larger of the two wins."""
+    data = offset.to_bytes(8, "little")
     with contextlib.suppress(OSError):
         f = fs.create(folder / NEXT_NAME)
         try:
-            f.write(offset.to_bytes(8, "little"))
+            f.write(data + crc32c(data).to_bytes(4, "little"))
         finally:
             f.close()
 

@@ -36,7 +36,7 @@ from eventlog.folder import (
     list_segments,
     lock_writer,
     read_next,
-    sealed_header,
+    sealed_or_stand_in,
     write_next,
     writer_active,
 )
@@ -171,8 +171,8 @@ class Log:
         last = segments[-1]
         try:
             if last.sealed:
-                return sealed_header(last.path).end_offset
-            handed_out = read_next(self.path)
+                return sealed_or_stand_in(last, []).header.end_offset
+            handed_out = read_next(self.path) or 0
             if (
                 handed_out > last.base
                 and not self._indexed(last.path)
@@ -289,6 +289,11 @@ class Log:
         """The active segment's state, re-scanned only when another process changed it."""
         tail = self._scan_tail()
         handed_out = read_next(self.path)
+        if handed_out is None:
+            # A flipped bit, not offsets handed out: the segments say where the log is.
+            warn(__name__, "event log: NEXT is damaged; rebuilt from the segments")
+            write_next(self.fs, self.path, tail.next_offset)
+            return tail
         if handed_out <= tail.next_offset:
             return tail
         if not any(
@@ -302,14 +307,14 @@ class Log:
     def lost_tail(self) -> tuple[int, int] | None:
         """The offsets handed out that no segment holds any more, as a reader can tell
         before the next writer records their loss."""
-        handed_out = read_next(self.path)
+        handed_out = read_next(self.path) or 0
         tail = self.next_offset()
         return (tail, handed_out - 1) if handed_out > tail else None
 
     def _scan_tail(self) -> _Tail:
         segments = self.segments()
         if not segments or segments[-1].sealed:
-            end = sealed_header(segments[-1].path).end_offset if segments else 0
+            end = sealed_or_stand_in(segments[-1], []).header.end_offset if segments else 0
             return _Tail(None, 0, 0, end, 0)
         path = segments[-1].path
         stat = path.stat()
@@ -397,18 +402,25 @@ class Log:
             dropped: list[tuple[int, Event]] = []
             rewritten = undecodable = 0
             empty_before: tuple[int, int] | None = None  # (base, created) of an empty one
-            for segment in segments:
-                header = sealed_header(segment.path) if segment.sealed else None
+            for i, segment in enumerate(segments):
+                problems: list[Problem] = []
+                header = None
+                if segment.sealed:
+                    header, broken = sealed_or_stand_in(segment, segments[i + 1 :])
+                    if broken is not None:
+                        # Kept aside and rewritten like any damage: the stand-in replaces it.
+                        problems.append(Problem(segment.path.name, 0, None, broken, HEADER.size))
                 created = header.created_us if header else tail.created_us
-                was_empty = header is not None and header.frames + header.controls == 0
+                # (A stand-in's counts are unknown: its segment is never taken for empty.)
+                counts = (header.frames, header.controls) if header and not problems else None
+                was_empty = counts == (0, 0)
                 previous, empty_before = (
                     empty_before,
                     ((segment.base, created) if was_empty else None),
                 )
-                if select is not None and not select(segment, header):
-                    continue
+                if select is not None and not problems and not select(segment, header):
+                    continue  # (a stand-in's summary is unknown: its segment is read)
                 end = header.end_offset if header else tail.next_offset
-                problems: list[Problem] = []
                 records = list(self._segment_records(segment, segment.base, problems))
                 run = rewrite(records, transform, repair)
                 if not run.changed and not (repair and any(p.length for p in problems)):
@@ -465,14 +477,28 @@ class Log:
 
     def kept_aside(self) -> list[Path]:
         """Every copy of unreadable bytes that the person has not discarded: what the
-        rewrites kept in ``damaged/`` and torn records that may have been acknowledged."""
-        paths = set(damage.damaged(self.path))
+        rewrites kept in ``damaged/`` and the torn tails, acknowledged or not."""
+        paths = set(damage.damaged(self.path)) | set(damage.torn_tails(self.path))
         for _, event in self.read(types={TYPE_CODES[DamageFound]}):
             if isinstance(event, DamageFound) and event.aside:
                 path = damage.aside_path(self.path, event.aside)
                 if path is not None:
                     paths.add(path)
         return sorted(paths)
+
+    def remove_aside(self, wanted: Callable[[Event], bool]) -> list[str]:
+        """Remove the copies kept aside that may hold an event ``wanted`` picks: a deletion
+        reaches every file that may hold its frames' text (``damage.may_hold``)."""
+        removed = []
+        with self.locked():
+            for path in self.kept_aside():
+                if damage.may_hold(path.read_bytes(), wanted):
+                    self.fs.remove(path)
+                    removed.append(str(path.relative_to(self.path)))
+                    warn(__name__, "event log: %s removed by a deletion", path.name)
+            for folder in {(self.path / name).parent for name in removed}:
+                self.fs.fsync_dir(folder)  # the unlinks are durable: no copy comes back
+        return removed
 
     def disk_bytes(self) -> int:
         while True:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -133,6 +133,9 @@ class InMemoryLog:
 
     def kept_aside(self) -> list[Path]:
         return []  # nothing unreadable to keep
+
+    def remove_aside(self, wanted: Callable[[Event], bool]) -> list[str]:
+        return []
 
 
 class MemoryReader(Cursor[InMemoryLog]):

@@ -99,17 +99,25 @@ def pack_header(header: Header) -> bytes:
     return body + crc32c(body).to_bytes(4, "little")
 
 
+def header_damage(data: bytes) -> str | None:
+    """Why ``data`` is not the bytes a writer made of a header (short, bad magic, checksum),
+    else None: a whole header of an unsupported version is not damage."""
+    if len(data) < HEADER.size:
+        return "short header"
+    if data[: len(MAGIC)] != MAGIC:
+        return "not a Backscroll segment (bad magic)"
+    stored = int.from_bytes(data[HEADER.size - 4 : HEADER.size], "little")
+    if crc32c(data[: HEADER.size - 4]) != stored:
+        return "header checksum mismatch"
+    return None
+
+
 def unpack_header(data: bytes) -> Header:
     """Raise ``CorruptionError`` with the reason when ``data`` is not a valid header."""
-    if len(data) < HEADER.size:
-        raise CorruptionError("short header")
-    magic, version, kind, _, base, created, end, lo, hi, frames, controls, crc = HEADER.unpack_from(
-        data
-    )
-    if magic != MAGIC:
-        raise CorruptionError("not a Backscroll segment (bad magic)")
-    if crc32c(data[: HEADER.size - 4]) != crc:
-        raise CorruptionError("header checksum mismatch")
+    damage = header_damage(data)
+    if damage is not None:
+        raise CorruptionError(damage)
+    _, version, kind, _, base, created, end, lo, hi, frames, controls, _ = HEADER.unpack_from(data)
     if version != FORMAT_VERSION:
         raise CorruptionError(f"segment format version {version} is not supported")
     return Header(kind, base, created, end, lo, hi, frames, controls)

@@ -8,8 +8,15 @@ from pathlib import Path
 from base.errors import CorruptionError
 from eventlog.codec import decode_or_report
 from eventlog.damage import damage_problems
-from eventlog.events import FRAME_TYPE, DamageDiscarded, DamageFound
-from eventlog.folder import MANIFEST_NAME, list_segments, read_next
+from eventlog.events import FRAME_TYPE, DamageDiscarded, DamageFound, PurgeCompleted
+from eventlog.folder import (
+    MANIFEST_NAME,
+    NEW_SUFFIX,
+    NEXT_NAME,
+    list_segments,
+    read_next,
+    sealed_or_stand_in,
+)
 from eventlog.format import HEADER
 from eventlog.segment import Problem, read_sealed, scan_records, unpack_header
 
@@ -31,21 +38,36 @@ def _verify_once(folder: Path, writing: bool) -> list[Problem]:
     problems: list[Problem] = []
     if (folder / MANIFEST_NAME).exists() and not writing:
         problems.append(Problem(MANIFEST_NAME, 0, None, "an interrupted compaction is pending"))
+    elif not writing and (staged := _staged(folder)):
+        # Rewritten segments that never committed: they may hold screen text.
+        message = (
+            f"an interrupted compaction left {len(staged)} staged file(s) "
+            f"({', '.join(staged)}): the next command that writes removes them"
+        )
+        problems.append(Problem(staged[0], 0, None, message))
     previous = -1
     covered = 0  # segments tile the offsets from 0: a gap is a segment gone
     gaps: list[tuple[str, int, int]] = []
     found: dict[int, DamageFound] = {}
     discarded = -1
-    for segment in list_segments(folder):
+    removed: set[str] = set()  # copies kept aside that a deletion removed
+    segments = list_segments(folder)
+    for i, segment in enumerate(segments):
         name = segment.path.name
         data = segment.path.read_bytes()
         if segment.base > covered:
             gaps.append((name, covered, segment.base - 1))
-        try:
-            header = unpack_header(data)
-        except CorruptionError as exc:
-            problems.append(Problem(name, 0, None, str(exc)))
-            continue
+        if segment.sealed:
+            # A damaged header stands in for itself: the blocks are checked all the same.
+            header, broken = sealed_or_stand_in(segment, segments[i + 1 :])
+            if broken is not None:
+                problems.append(Problem(name, 0, None, f"{broken}: clear --damaged rewrites it"))
+        else:
+            try:
+                header = unpack_header(data)
+            except CorruptionError as exc:
+                problems.append(Problem(name, 0, None, str(exc)))
+                continue
         if segment.sealed:
             covered = max(covered, header.end_offset)
         if header.base_offset != segment.base:
@@ -53,7 +75,8 @@ def _verify_once(folder: Path, writing: bool) -> list[Problem]:
         if segment.sealed:
             records = list(read_sealed(segment.path, 0, problems))
             frames = sum(r.type == FRAME_TYPE for r in records)
-            if frames != header.frames or len(records) - frames != header.controls:
+            counts = (header.frames, header.controls)
+            if broken is None and (frames, len(records) - frames) != counts:
                 problems.append(Problem(name, 0, None, "header counts differ from records"))
         else:
             scan = scan_records(data, HEADER.size, name, segment.base - 1)
@@ -72,9 +95,21 @@ def _verify_once(folder: Path, writing: bool) -> list[Problem]:
                 found[record.offset] = event
             elif isinstance(event, DamageDiscarded):
                 discarded = max(discarded, event.upto_id)
+            elif isinstance(event, PurgeCompleted):
+                removed.update(event.aside)
     tail = max(previous + 1, covered)
     handed_out = read_next(folder)
-    if handed_out > tail and not writing:
+    if handed_out is None:
+        message = "damaged (fails its check): the next write rebuilds it from the segments"
+        problems.append(Problem(NEXT_NAME, 0, None, message))
+    elif handed_out > tail and not writing:
         gaps.append(("", tail, handed_out - 1))
-    problems += damage_problems(folder, found, discarded, gaps)
+    problems += damage_problems(folder, found, discarded, gaps, removed)
     return problems
+
+
+def _staged(folder: Path) -> list[str]:
+    try:
+        return sorted(p.name for p in folder.iterdir() if p.name.endswith(NEW_SUFFIX))
+    except FileNotFoundError:
+        return []  # nothing appended yet

@@ -222,14 +222,21 @@ class Projector:
                 plan.months.update(self.state.partitions)
             write_atomic(plan_path, msgspec.json.encode(plan))
         removed_thumbs = self._remove_thumbnails(plan.thumbs)
-        compacted = self.log.compact(
-            lambda _, e: None if isinstance(e, FrameCaptured) and matches(deletion.scope, e) else e
-        )
+
+        def wanted(event: Event) -> bool:
+            return isinstance(event, FrameCaptured) and matches(deletion.scope, event)
+
+        compacted = self.log.compact(lambda _, e: None if wanted(e) else e)
+        aside = self.log.remove_aside(wanted)  # torn tails and damage may hold their text
         self.rebuild_months(plan.months)
         frames = len(compacted.dropped) or len(plan.thumbs)
         self.log.append(
             PurgeCompleted(
-                ts_us=now_us(), request_id=deletion.offset, frames=frames, thumbnails=removed_thumbs
+                ts_us=now_us(),
+                request_id=deletion.offset,
+                frames=frames,
+                thumbnails=removed_thumbs,
+                aside=tuple(aside),
             )
         )
         current().remove(plan_path)

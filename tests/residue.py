@@ -1,12 +1,17 @@
-"""Scanning a whole store for words: raw bytes, every zstd block decompressed, and each
-Tantivy index asked for the words' document frequency (which still counts soft deletes)."""
+"""Scanning a whole store for words: raw bytes, every zstd block decompressed (in sealed
+segments and in the copies of damaged blocks kept aside), and each Tantivy index asked for
+the words' document frequency (which still counts soft deletes)."""
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
-from eventlog.format import SEALED_SUFFIX
+import zstandard
+
+from eventlog.folder import DAMAGED_SUFFIX
+from eventlog.format import BLOCK, BLOCK_MAGIC, SEALED_SUFFIX
 from eventlog.segment import read_sealed
 from projector.index import open_index
 
@@ -21,7 +26,24 @@ def readable_bytes(home: Path) -> list[tuple[str, bytes]]:
             if name.endswith(SEALED_SUFFIX):
                 for record in read_sealed(path):
                     out.append((f"{path}#{record.offset}", record.payload))
+            if name.endswith(DAMAGED_SUFFIX):
+                out.append((f"{path}#block", _damaged_block(path.read_bytes())))
     return out
+
+
+def _damaged_block(data: bytes) -> bytes:
+    """As much as decompresses of a damaged block kept aside: its checksum failed, but its
+    data may be whole, or whole up to the damage."""
+    if not data.startswith(BLOCK_MAGIC):
+        return b""
+    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data[BLOCK.size :]))
+    out = bytearray()
+    try:
+        while chunk := reader.read(4096):
+            out += chunk
+    except zstandard.ZstdError:
+        pass  # the damage: what came before it is kept
+    return bytes(out)
 
 
 def files_containing(home: Path, word: str) -> list[str]:

@@ -29,7 +29,7 @@ from eventlog import ConfigChanged, Event, FrameCaptured, FramesDeleted, Log
 from eventlog.active import ActiveIndex
 from eventlog.format import BLOCK, HEADER, NAME_DIGITS
 from eventlog.segment import Problem, scan_records, unpack_header
-from tests.helpers import T0, frame_event
+from tests.helpers import T0, besides_torn_tails, frame_event
 
 DAY_US = 86_400_000_000
 
@@ -392,7 +392,7 @@ def test_a_torn_active_segment_is_read_up_to_the_tear_and_the_next_writer_keeps_
     if cut != tear:
         assert [p.name for p in aside] == [f"{path.name}.{tear}.torn"]
         assert aside[0].read_bytes() == torn[tear:]
-    lost = damaged.verify()
+    lost = besides_torn_tails(damaged.verify())
     assert lost and all(p.message.startswith("lost offsets") for p in lost), lost
     assert _everything_readable(damaged) == [*readable, offset - 1, offset]
 
@@ -434,7 +434,7 @@ def test_a_cut_inside_the_active_segments_header_is_repaired_by_the_next_writer(
 
     assert append_frame(damaged) > lost_from  # the lost offsets are never handed out again
     assert [p.name for p in path.parent.glob("*.torn")] == [f"{path.name}.0.torn"]
-    assert [p.offset for p in damaged.verify()] == [lost_from]
+    assert [p.offset for p in besides_torn_tails(damaged.verify())] == [lost_from]
 
 
 def test_an_empty_active_segment_left_by_a_crash_is_given_a_header(tmp_path: Path) -> None:
@@ -460,7 +460,7 @@ def test_a_second_tear_at_the_same_place_does_not_overwrite_the_first(tmp_path: 
             pass
     kept = sorted(p.read_bytes() for p in log.path.glob("*.torn"))
     assert kept == [b"first torn write", b"second"]
-    assert log.verify() == []
+    assert besides_torn_tails(log.verify()) == []
 
 
 class FullDisk(FileSystem):
