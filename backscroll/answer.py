@@ -141,8 +141,8 @@ def status(store: MemoryStore) -> Reply[Status]:
 
 
 def pause(store: MemoryStore, request: PauseRequest, origin: Origin) -> PauseAnswer:
-    from backscroll.actions import pause as pause_
-    from backscroll.actions import pause_until
+    from backscroll.manage import pause as pause_
+    from backscroll.manage import pause_until
 
     until = pause_until(request.duration)
     pause_(store, until, origin=origin)
@@ -150,7 +150,7 @@ def pause(store: MemoryStore, request: PauseRequest, origin: Origin) -> PauseAns
 
 
 def resume(store: MemoryStore, origin: Origin) -> ResumeAnswer:
-    from backscroll.actions import resume as resume_
+    from backscroll.manage import resume as resume_
 
     resume_(store, origin=origin)
     return ResumeAnswer()
@@ -158,7 +158,7 @@ def resume(store: MemoryStore, origin: Origin) -> ResumeAnswer:
 
 def deny(store: MemoryStore, request: DenyRequest, origin: Origin) -> DenyAnswer:
     """Add or remove a pattern (or neither: the list as it is)."""
-    from backscroll.actions import deny as deny_
+    from backscroll.manage import deny as deny_
 
     if request.deny_add or request.deny_remove:
         deny_(store, request.deny_add, request.deny_remove, origin=origin)
@@ -191,8 +191,8 @@ def delete(
     """Delete the frames in scope (no scope: every frame), once ``confirm`` is set; returns
     when the purge is complete. ``span``: the span as it was resolved when the person was
     asked, so that "2h" means the same two hours it meant then."""
-    from backscroll.actions import check_scope
-    from backscroll.actions import delete as delete_
+    from backscroll.manage import check_scope
+    from backscroll.manage import delete as delete_
 
     start, end = span or time_span(request.since, request.until, request.before)
     check_scope(start, end, request.app)

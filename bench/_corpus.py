@@ -146,7 +146,7 @@ def import_store(
     ``encrypted_every`` are imported with ``encrypt_text`` on (line ``i`` is encrypted when
     ``i % encrypted_every < encrypted_run``). Returns the import's timing.
     """
-    from backscroll.actions import import_frames
+    from backscroll.importer import import_frames
     from backscroll.store import MemoryStore
 
     store = MemoryStore(home, write=True)

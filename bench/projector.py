@@ -359,7 +359,7 @@ class Timers:
 
 
 def bench_delete(rounds: int) -> None:
-    from backscroll.actions import delete
+    from backscroll.manage import delete
     from backscroll.store import MemoryStore
     from eventlog.log import Log
     from projector.indexer import SearchWriter

@@ -63,7 +63,7 @@ def import_line(days_ago: float, app: str, title: str, text: str, image: Path | 
 def populate(frames: list[dict[str, Any]], image: Path | None = None) -> None:
     """Import ``frames`` (import lines as dicts) into the test's store, each with ``image``
     as its screenshot when given."""
-    from backscroll.actions import import_frames
+    from backscroll.importer import import_frames
     from backscroll.store import MemoryStore
 
     rows = [dict(f, image=str(image)) if image else f for f in frames]

@@ -186,7 +186,7 @@ def test_every_file_is_private(imported: Path, backscroll_home: Path) -> None:
 def test_while_another_process_holds_the_views_a_search_says_how_far_behind(
     imported: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from backscroll.actions import import_frames
+    from backscroll.importer import import_frames
     from backscroll.store import MemoryStore
 
     with MemoryStore(write=True) as store, store.projector():  # as a running daemon would

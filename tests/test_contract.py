@@ -14,7 +14,6 @@ import pytest
 from mcp import Client
 
 from backscroll import contract
-from backscroll.actions import import_frames
 from backscroll.contract import (
     ConfigAnswer,
     DeleteAnswer,
@@ -32,6 +31,7 @@ from backscroll.contract import (
     parse,
 )
 from backscroll.contract.screen_memory import RecentContext, RecentStretches, ScreenMemoryStatus
+from backscroll.importer import import_frames
 from backscroll.mcp_schemas import input_schema
 from backscroll.mcp_server import build_server
 from backscroll.store import MemoryStore

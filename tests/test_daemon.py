@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from backscroll.actions import pause
 from backscroll.daemon import RETRY_SECONDS
+from backscroll.manage import pause
 from backscroll.store import MemoryStore
 from headless import wait_for
 from tests.desktop import Desktop, headless_desktop

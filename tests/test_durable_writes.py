@@ -35,7 +35,7 @@ import pytest
 
 import base.fs
 from backscroll import keys
-from backscroll.actions import delete, rebuild_views
+from backscroll.manage import delete, rebuild_views
 from backscroll.record import record_frame, remove_orphan_thumbnails, write_thumbnail
 from backscroll.service import install
 from backscroll.store import CONFIG_FILE, MemoryStore

@@ -18,9 +18,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from backscroll.actions import import_frames
 from backscroll.cli.recall import register
 from backscroll.export import ExportResult, export
+from backscroll.importer import import_frames
 from backscroll.store import MemoryStore
 from base.errors import BackscrollError, UsageError
 

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
-from backscroll.actions import import_frames
+from backscroll.importer import import_frames
 from backscroll.mcp_server import build_server
 from backscroll.store import MemoryStore
 from backscroll.verify import verify_store

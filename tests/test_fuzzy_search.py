@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from backscroll.actions import import_frames
 from backscroll.cli.app import app as cli
 from backscroll.export import select
+from backscroll.importer import import_frames
 from backscroll.store import MemoryStore
 from backscroll.tools import MemoryTool
 from query._fuzzy import forgivable, one_edit

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import eventlog.segment
-from backscroll.actions import delete, discard_damaged, import_frames
+from backscroll.importer import import_frames
+from backscroll.manage import delete, discard_damaged
 from backscroll.reindex import reindex
 from backscroll.store import MemoryStore
 from base.errors import UsageError

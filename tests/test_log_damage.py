@@ -14,7 +14,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from backscroll.actions import delete, import_frames
+from backscroll.importer import import_frames
+from backscroll.manage import delete
 from backscroll.store import MemoryStore
 from eventlog import codec
 from eventlog.events import DamageFound, FrameCaptured, PurgeCompleted

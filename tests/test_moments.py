@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from backscroll.actions import import_frames
 from backscroll.cli.app import app as cli
+from backscroll.importer import import_frames
 from backscroll.store import MemoryStore
 from backscroll.tools import MemoryTool
 from query.moments import MOST_HITS, SIMILAR, similarity
@@ -127,7 +127,7 @@ def test_frames_of_one_window_whose_text_changed_a_lot_are_separate_moments(
 
 
 def test_a_deleted_window_between_frames_no_longer_separates_them(backscroll_home: Path) -> None:
-    from backscroll.actions import delete
+    from backscroll.manage import delete
 
     rows = [
         *tail_session(count=2),

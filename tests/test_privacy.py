@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from backscroll.actions import delete, import_frames, rebuild_views
 from backscroll.housekeeping import housekeep
+from backscroll.importer import import_frames
+from backscroll.manage import delete, rebuild_views
 from backscroll.reindex import reindex
 from backscroll.store import MemoryStore
 from tests.helpers import NOW, import_line

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from backscroll.actions import delete, import_frames, rebuild_views
+from backscroll.importer import import_frames
+from backscroll.manage import delete, rebuild_views
 from backscroll.store import MemoryStore
 from eventlog.events import FrameCaptured
 from eventlog.log import Log

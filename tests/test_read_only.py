@@ -21,7 +21,7 @@ import pytest
 from mcp import Client
 from PIL import Image
 
-from backscroll.actions import import_frames
+from backscroll.importer import import_frames
 from backscroll.mcp_server import build_server
 from backscroll.store import CONFIG_FILE, MemoryStore
 from base.clock import now_us

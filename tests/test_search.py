@@ -8,8 +8,9 @@ from datetime import timedelta
 
 from typer.testing import CliRunner
 
-from backscroll.actions import delete, import_frames
 from backscroll.cli.app import app as cli
+from backscroll.importer import import_frames
+from backscroll.manage import delete
 from backscroll.store import MemoryStore
 from query.search import PHRASE_CHECKS, Hit
 from tests.helpers import NOW, import_line

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from backscroll.actions import audit
+from backscroll.audit import audit
 from backscroll.store import MemoryStore
 from backscroll.tools import MemoryManageTool, MemoryTool, ToolResult
 from tests.helpers import populate

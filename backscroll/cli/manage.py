@@ -43,7 +43,7 @@ def pause(
 ) -> None:
     """Pause capture, optionally for a while."""
     from backscroll import answer
-    from backscroll.actions import pause_until
+    from backscroll.manage import pause_until
 
     request = ask(contract.PauseRequest, duration=duration)
     pause_until(request.duration)  # a bad duration is refused before the store opens
@@ -171,7 +171,7 @@ def clear(
 ) -> None:
     """Delete frames (everything when no scope is given); returns when the purge is done."""
     from backscroll import answer
-    from backscroll.actions import check_scope
+    from backscroll.manage import check_scope
 
     if damaged:
         if before or since or app is not None:
@@ -191,7 +191,7 @@ def clear(
 
 
 def _clear_damaged(home: Path | None, yes: bool) -> None:
-    from backscroll.actions import discard_damaged
+    from backscroll.manage import discard_damaged
 
     if not yes:
         typer.confirm(
@@ -218,7 +218,7 @@ def reindex(
     the views); safe to interrupt and run again."""
     from rich.progress import Progress
 
-    from backscroll.actions import rebuild_views
+    from backscroll.manage import rebuild_views
     from backscroll.reindex import reindex as rewrite
 
     if not views_only and not yes:
@@ -249,7 +249,7 @@ def import_(
     """Append frames from JSON Lines (ts, app, title, text, text_source, image, url)."""
     from rich.progress import Progress
 
-    from backscroll.actions import import_frames
+    from backscroll.importer import import_frames
 
     if source != "-" and not Path(source).is_file():
         raise UsageError(f"no such file: {source}")

@@ -132,7 +132,7 @@ def audit_log(
     import msgspec
 
     from backscroll import answer
-    from backscroll.actions import audit, crashed_runs
+    from backscroll.audit import audit, crashed_runs
     from query.render import stamp
 
     start, _ = answer.time_span(since, None)

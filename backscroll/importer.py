@@ -1,4 +1,4 @@
-"""The commands that change a store: import, pause, deny, delete, reindex; and the audit."""
+"""``backscroll import``: frames given as JSON Lines, checked whole before any is appended."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -14,25 +14,18 @@ from backscroll.record import record_frame
 from backscroll.store import MemoryStore
 from base import jsontext
 from base.clock import now_us
-from base.config import Config
 from base.errors import DiskFullError, UsageError, is_disk_full, is_text
-from base.fs import fsync_dir
 from capture.seen import Seen
 from eventlog.events import (
     MAX_NAME,
     MAX_TEXT,
     MAX_TITLE,
     MAX_URL,
-    CapturePaused,
-    CaptureResumed,
-    DamageDiscarded,
-    Event,
-    FrameCaptured,
-    FramesDeleted,
-    Origin,
 )
 
 IMPORT_BATCH = 1000
+
+
 TEXT_SOURCES = ("ax", "ocr", "none")
 
 
@@ -254,187 +247,3 @@ def _jpeg_from(path: Path) -> bytes:
             return out.getvalue()
     except (OSError, ImportError) as exc:
         raise UsageError(f"cannot read image {path}: {exc}") from None
-
-
-def pause(store: MemoryStore, until: datetime | None, origin: Origin = "cli") -> None:
-    until_us = int(until.timestamp() * 1_000_000) if until else None
-    store.append(CapturePaused(ts_us=now_us(), until_us=until_us, origin=origin))
-
-
-def resume(store: MemoryStore, origin: Origin = "cli") -> None:
-    store.append(CaptureResumed(ts_us=now_us(), origin=origin))
-
-
-def pause_until(duration: str | None, now: datetime | None = None) -> datetime | None:
-    """``30m``/``2h`` from now; None pauses until resumed. Only durations are accepted: a
-    period such as ``yesterday`` is not a length of time."""
-    if duration is None:
-        return None
-    if not duration.strip():
-        raise UsageError("an empty pause duration: write e.g. 30m or 2h, or omit it")
-    from query.when import parse_when
-
-    now = now or datetime.now(UTC).astimezone()
-    start, end = parse_when(duration, now=now)
-    if end != now or end <= start:
-        raise UsageError(f"'{duration}' is not a duration (write e.g. 30m or 2h)")
-    try:
-        return now + (end - start)
-    except OverflowError:
-        raise UsageError(f"'{duration}' is longer than the calendar goes") from None
-
-
-def deny(store: MemoryStore, add: str | None, remove: str | None, origin: Origin = "cli") -> None:
-    for name, value in (("add", add), ("remove", remove)):
-        if value is not None and not value.strip():
-            raise UsageError(f"deny {name}: the pattern is empty (it would match every window)")
-
-    def changed(config: Config) -> Config:
-        # Computed from the config as it stands under the log's lock, not as it was read.
-        patterns = list(config.deny_apps)
-        if add and add.lower() not in {p.lower() for p in patterns}:
-            patterns.append(add)
-        if remove:
-            kept = [p for p in patterns if p.lower() != remove.lower()]
-            if len(kept) == len(patterns):
-                raise UsageError(f"'{remove}' is not on the deny list")
-            patterns = kept
-        return config.replace(deny_apps=patterns)
-
-    store.change_config(origin, changed)
-
-
-def delete(
-    store: MemoryStore,
-    *,
-    start: datetime | None = None,
-    end: datetime | None = None,
-    app: str | None = None,
-    ids: tuple[int, ...] = (),
-    origin: Origin = "cli",
-    wait: Callable[[], None] | None = None,
-) -> int:
-    """Append a tombstone and return once its purge is complete; returns frames removed.
-
-    No scope at all means every frame; an empty scope (``app=""``) is refused, never taken
-    for "everything".
-    """
-    check_scope(start, end, app)
-    request = FramesDeleted(
-        ts_us=now_us(),
-        upto_id=store.log.next_offset() - 1,
-        ids=ids,
-        since_us=_us(start),
-        until_us=_us(end),
-        app=app,
-        origin=origin,
-    )
-    offset = store.log.append(request)
-    return wait_for_completion(store, offset, wait)
-
-
-def check_scope(start: datetime | None, end: datetime | None, app: str | None) -> None:
-    """A deletion's scope as given: an empty one is refused, never taken for everything."""
-    if app is not None and not app.strip():
-        raise UsageError("an empty app scope would match every frame: name the app, or omit it")
-    if app is not None and not is_text(app):
-        raise UsageError("the app scope is not UTF-8 text")
-    if start is not None and end is not None and end <= start:
-        raise UsageError("the scope ends before it starts")
-    for name, bound in (("since", start), ("until", end)):
-        if bound is not None and bound.timestamp() < 0:
-            raise UsageError(f"{name}: {bound:%Y-%m-%d} is before 1970, when capture times begin")
-
-
-class Discarded(NamedTuple):
-    files: int
-    events: int
-
-
-def discard_damaged(store: MemoryStore, origin: Origin = "cli") -> Discarded:
-    """The person's decision on damage: rewrite every segment that holds unreadable bytes or
-    events that do not decode without them, delete the copies kept aside, and record it."""
-    compacted = store.log.compact(lambda _, event: event, repair=True)
-    store.refresh()  # the damage this compaction found is in the views now
-    files = store.log.kept_aside()
-    for path in files:
-        path.unlink()
-    for folder in {path.parent for path in files}:
-        fsync_dir(folder)
-    state = store.state()
-    if files or compacted.undecodable or state.damage or state.unapplied:
-        store.append(
-            DamageDiscarded(
-                ts_us=now_us(),
-                upto_id=store.log.next_offset() - 1,
-                files=len(files),
-                events=compacted.undecodable,
-                origin=origin,
-            )
-        )
-    return Discarded(len(files), compacted.undecodable)
-
-
-def rebuild_views(store: MemoryStore, progress: Callable[[int, int], None] | None = None) -> None:
-    """Replay the log into new generations of every view, then switch atomically."""
-    from backscroll.reindex import reindex
-
-    reindex(store, views_only=True, progress=progress)
-
-
-def wait_for_completion(
-    store: MemoryStore, request: int, tick: Callable[[], None] | None = None
-) -> int:
-    """Execute the request ourselves when no daemon holds the views, else wait for it."""
-    import time
-
-    while True:
-        store.refresh()
-        for deletion in store.state().deletions:
-            if deletion.offset == request and deletion.completed_us is not None:
-                return deletion.frames
-        if tick:
-            tick()
-        time.sleep(0.2)
-
-
-def audit(
-    store: MemoryStore, since: datetime | None = None, kinds: set[str] | None = None
-) -> list[tuple[int, Event]]:
-    """Control events newest first: the audit trail (scopes, never content)."""
-    from eventlog.events import FRAME_TYPE, TYPE_CODES
-
-    types = {code for cls, code in TYPE_CODES.items() if code != FRAME_TYPE}
-    if kinds:
-        known = {str(cls.__struct_config__.tag) for cls in TYPE_CODES if cls is not FrameCaptured}
-        unknown = sorted(kinds - known)
-        if unknown:
-            names = ", ".join(map(repr, unknown))
-            raise UsageError(f"unknown event kind {names}: use {', '.join(sorted(known))}")
-        types = {TYPE_CODES[cls] for cls in TYPE_CODES if cls.__struct_config__.tag in kinds}
-    floor = _us(since) or 0
-    out = [(o, e) for o, e in store.log.read(types=types) if e.ts_us >= floor]
-    out.reverse()
-    return out
-
-
-def crashed_runs(store: MemoryStore) -> set[int]:
-    """Offsets of DaemonStarted events whose run ended without a DaemonStopped: the daemon
-    was killed or crashed (a run still going is not counted)."""
-    from eventlog.events import TYPE_CODES, DaemonStarted, DaemonStopped
-
-    types = {TYPE_CODES[DaemonStarted], TYPE_CODES[DaemonStopped]}
-    open_run: int | None = None
-    crashed: set[int] = set()
-    for offset, event in store.log.read(types=types):
-        if isinstance(event, DaemonStarted):
-            if open_run is not None:
-                crashed.add(open_run)
-            open_run = offset
-        else:
-            open_run = None
-    return crashed
-
-
-def _us(when: datetime | None) -> int | None:
-    return int(when.timestamp() * 1_000_000) if when else None
