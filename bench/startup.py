@@ -50,6 +50,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench._checkout import checkout
 from bench._corpus import REPO, Report, copy_store, machine
 from bench._stats import load_average
 from bench.search import search_store
@@ -70,28 +71,6 @@ HOLD = (
 )
 
 say = Report()
-
-
-@contextlib.contextmanager
-def checkout(rev: str) -> Iterator[Path]:
-    """``rev`` in a temporary git worktree, removed after."""
-    folder = Path(tempfile.mkdtemp(prefix="bench-startup-rev-"))
-    target = folder / "tree"
-    subprocess.run(
-        ["git", "-C", str(REPO), "worktree", "add", "--detach", str(target), rev],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    try:
-        yield target
-    finally:
-        subprocess.run(
-            ["git", "-C", str(REPO), "worktree", "remove", "--force", str(target)],
-            check=False,
-            capture_output=True,
-        )
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def environment(tree: Path) -> dict[str, str]:
