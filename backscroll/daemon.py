@@ -98,6 +98,11 @@ class Daemon:
             self._probe_loop()
         except KeyboardInterrupt:
             reason = "interrupted"
+        except Exception as exc:
+            # Said as what it is: a fault that ends the probe loop was logged as a normal stop.
+            reason = f"failed: {type(exc).__name__}"
+            log.exception("the capture daemon failed")
+            raise
         finally:
             self.stop_event.set()
             self.loop.wake()

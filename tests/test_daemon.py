@@ -483,3 +483,23 @@ def test_a_stopped_daemon_leaves_the_views_caught_up_with_the_log(
     daemon.stop()
     with MemoryStore(daemon.home) as store:  # a reader: it catches nothing up itself
         assert store.lag == 0, store.behind_why
+
+
+def test_removing_the_heartbeat_file_leaves_the_daemon_running_and_it_is_written_again(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    # Issue 24, case 8: the heartbeat's rewrite opened daemon.json without O_CREAT, and the
+    # FileNotFoundError ended the probe loop, logged as a normal stop.
+    first = desktop.open_xterm(["before the heartbeat went"], "first")
+    second = desktop.open_xterm(["after the heartbeat went"], "second")
+    desktop.activate(first.window_id)
+    daemon.start()
+    wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+    (daemon.home / "daemon.json").unlink()
+    wait_for(lambda: (daemon.home / "daemon.json").exists(), "the heartbeat written again")
+    desktop.activate(second.window_id)
+    wait_for(lambda: len(daemon.frames()) == 2, "capture going on")
+    assert daemon.process is not None and daemon.process.poll() is None
+    assert daemon.status()["daemon"]["state"] == "running"
+    daemon.stop()
+    assert "capture daemon stopped (interrupted)" in daemon.log.read_text()

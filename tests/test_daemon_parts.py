@@ -1,5 +1,6 @@
 """The daemon's parts, each alone and for real, without a desktop: the recorder, the
-projector thread (with housekeeping), the pause hotkey and the AT-SPI announcement. The
+projector thread (with housekeeping), the heartbeat, the pause hotkey and the AT-SPI
+announcement. The
 capture loop and the camera need a screen: tests/test_camera.py and tests/test_daemon.py."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from backscroll.announcement import Announcement
+from backscroll.heartbeat import Heartbeat, HeartbeatFile, read_heartbeat
 from backscroll.pause_hotkey import PauseHotkey
 from backscroll.projector_thread import ProjectorThread
 from backscroll.record import Recorder
@@ -111,6 +113,15 @@ def test_the_projector_thread_runs_housekeeping_past_the_retention(store: Memory
     assert [d.reason for d in deleted] == ["retention"]
     assert [f.text for f in frames(store)] == ["a new screen"]
     assert store.state().totals().frames == 1
+
+
+def test_a_removed_heartbeat_file_is_made_again_at_the_next_beat(store: MemoryStore) -> None:
+    heartbeat = HeartbeatFile(store.home)
+    (store.home / "daemon.json").unlink()
+    heartbeat.write(Heartbeat(pid=4242, last_tick_us=now_us()))
+    beat = read_heartbeat(store.home)
+    assert beat is not None and beat.pid == 4242
+    assert (store.home / "daemon.json").stat().st_mode & 0o777 == 0o600
 
 
 def test_the_pause_hotkey_says_why_it_cannot_listen_and_gives_the_thread_hook_back() -> None:
