@@ -138,12 +138,14 @@ class CaptureLoop:
 
     def frame(self, reason: CaptureReason, front: Frontmost, config: Config) -> str:
         """Take and record one frame; its outcome (``captured``, ``denied``, ``duplicate``,
-        ``error``). A fault of the store pauses capture; any other costs this one frame."""
+        ``deleted``, ``error``). A fault of the store pauses capture; any other costs this
+        one frame."""
         try:
             seen = self.camera.take(front, reason, config, after=self._last)
             if isinstance(seen, str):
                 return seen
-            self.recorder.record(seen, config)
+            if self.recorder.record(seen, config) is None:
+                return "deleted"  # seen before a deletion that was asked for meanwhile
             self._last = seen.likeness
             return "captured"
         except OSError as exc:

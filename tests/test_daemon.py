@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -308,6 +309,36 @@ def test_a_deletion_ends_the_ocr_worker_that_knew_the_deleted_lines(
 
     assert before not in ocr_workers(daemon.process.pid)
     assert ocr_workers(daemon.process.pid), "a new worker read the frame after it"
+
+
+def test_a_frame_being_read_while_clear_runs_is_never_searchable_after_it(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    # Issue 24, case 2: the frame the worker was reading (OCR, slowed here for real by
+    # stopping the OCR worker) was appended after the clear's tombstone and stayed.
+    first = desktop.open_xterm(["the first window"], "first")
+    second = desktop.open_xterm(["zygomorphic words being read"] * 8, "second")
+    desktop.activate(first.window_id)
+    daemon.start()
+    assert daemon.process is not None
+    wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+    [worker] = ocr_workers(daemon.process.pid)
+    os.kill(worker, signal.SIGSTOP)
+    try:
+        desktop.activate(second.window_id)
+        wait_for(
+            lambda: daemon.status()["daemon"]["last_outcome"] == "working",
+            "the second frame waiting on OCR",
+        )
+        daemon.cli("clear", "-y")
+    finally:
+        os.kill(worker, signal.SIGCONT)
+    wait_for(lambda: "): deleted" in daemon.log.read_text(), "the frame read and dropped")
+    assert daemon.frames() == []
+    with MemoryStore(daemon.home) as store:
+        assert store.search("zygomorphic") == []
+    daemon.stop()
+    assert not files_containing(daemon.home, "zygomorphic")
 
 
 def test_deletion_and_reindex_requested_while_the_daemon_runs_are_carried_out_by_it(
