@@ -311,6 +311,23 @@ def test_a_deletion_ends_the_ocr_worker_that_knew_the_deleted_lines(
     assert ocr_workers(daemon.process.pid), "a new worker read the frame after it"
 
 
+def test_a_deletion_while_capture_is_paused_ends_the_ocr_worker_at_once(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    # Issue 24, also worth a look: the worker was ended only before the next frame's OCR,
+    # so while capture was paused it kept the deleted lines.
+    window = desktop.open_xterm(["a line that will be deleted while paused"], "first")
+    desktop.activate(window.window_id)
+    daemon.start()
+    assert daemon.process is not None
+    wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+    [before] = ocr_workers(daemon.process.pid)
+    daemon.cli("pause")
+    daemon.cli("clear", "-y")
+    wait_for(lambda: before not in ocr_workers(daemon.process.pid), "the worker ended")
+    assert daemon.status()["daemon"]["last_outcome"] == "paused"
+
+
 def test_a_frame_being_read_while_clear_runs_is_never_searchable_after_it(
     desktop: Desktop, daemon: Daemon
 ) -> None:
