@@ -54,6 +54,7 @@ class Daemon:
         self.interval_override = interval
         self.stop_event = threading.Event()
         self._lock_fd = self._single_instance()
+        self._lock_lost = False  # said once: another process holds a new daemon.lock
 
     def _single_instance(self) -> int:
         fd = os.open(self.home / "daemon.lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -67,6 +68,28 @@ class Daemon:
                 f"a capture daemon is already running for {self.home} (pid {pid})"
             ) from None
         return fd
+
+    def _keep_lock(self) -> None:
+        """Take the lock again when ``daemon.lock`` was removed or replaced while the daemon
+        runs: the lock is on the file, so a second daemon would lock a new one and capture
+        beside this one."""
+        held = os.fstat(self._lock_fd)
+        try:
+            found = os.stat(self.home / "daemon.lock")
+            if (found.st_dev, found.st_ino) == (held.st_dev, held.st_ino):
+                return
+        except FileNotFoundError:
+            pass
+        try:
+            fd = self._single_instance()
+        except LockedError as exc:
+            if not self._lock_lost:
+                log.warning("daemon.lock was replaced and is held by another process: %s", exc)
+            self._lock_lost = True
+            return
+        log.info("daemon.lock was removed or replaced while the daemon ran: taken again")
+        os.close(self._lock_fd)
+        self._lock_fd, self._lock_lost = fd, False
 
     def run(self) -> None:
         keep_freed_memory()
@@ -172,6 +195,7 @@ class Daemon:
         self.hotkey.restart(config, self.camera.backends.hotkey_problem)
 
     def _beat(self, config: Config) -> None:
+        self._keep_lock()
         backends, recorder = self.camera.backends, self.recorder
         self.heartbeat.write(
             Heartbeat(

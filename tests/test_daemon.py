@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from datetime import UTC, datetime, timedelta
 from io import BytesIO
@@ -551,3 +552,28 @@ def test_removing_the_heartbeat_file_leaves_the_daemon_running_and_it_is_written
     assert daemon.status()["daemon"]["state"] == "running"
     daemon.stop()
     assert "capture daemon stopped (interrupted)" in daemon.log.read_text()
+
+
+def test_a_second_daemon_is_refused_even_after_daemon_lock_was_removed(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    # Issue 24, the class of case 8 (a file the daemon keeps, removed while it runs): a
+    # removed daemon.lock let a second daemon take a new file's lock and capture beside it.
+    daemon.start()
+
+    def second_start() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "backscroll", "start"],
+            env=daemon.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    refused = second_start()
+    assert refused.returncode != 0 and "already running" in refused.stderr
+    (daemon.home / "daemon.lock").unlink()
+    wait_for(lambda: (daemon.home / "daemon.lock").exists(), "the lock taken again")
+    refused = second_start()
+    assert refused.returncode != 0 and "already running" in refused.stderr
+    assert daemon.process is not None and daemon.process.poll() is None
