@@ -181,6 +181,7 @@ class Daemon:
         """
         self.loop.outcome = "paused"
         while True:
+            self.loop.follow_deletions()
             self._beat(config)
             if self.stop_event.wait(RETRY_SECONDS):
                 return

@@ -577,3 +577,27 @@ def test_a_second_daemon_is_refused_even_after_daemon_lock_was_removed(
     refused = second_start()
     assert refused.returncode != 0 and "already running" in refused.stderr
     assert daemon.process is not None and daemon.process.poll() is None
+
+
+def test_a_deletion_while_the_display_is_away_ends_the_ocr_worker_at_once(
+    backscroll_home: Path,
+) -> None:
+    # The probe loop's reconnection attempts did not look at deletions: the OCR worker kept
+    # the deleted lines for as long as the display stayed away.
+    with headless_desktop() as desk:
+        daemon = Daemon.of(desk.daemon_env, backscroll_home)
+        try:
+            daemon.cli(*FAST)
+            window = desk.open_xterm(["a line deleted while the display is away"], "away")
+            desk.activate(window.window_id)
+            daemon.start()
+            assert daemon.process is not None
+            wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+            [before] = ocr_workers(daemon.process.pid)
+            desk.stop_x_server()
+            wait_for(lambda: daemon.status()["daemon"].get("problem"), "the display gone")
+            daemon.cli("clear", "-y")
+            wait_for(lambda: before not in ocr_workers(daemon.process.pid), "the worker ended")
+            assert daemon.status()["daemon"]["problem"].startswith("display unavailable")
+        finally:
+            daemon.close()
