@@ -37,6 +37,7 @@ from backscroll.store import MemoryStore
 from base.clock import now_us
 from base.config import Config
 from base.errors import CaptureError, LockedError
+from base.fs import names
 from capture.camera import Camera, keep_freed_memory
 from eventlog.events import CapturePaused, CaptureResumed, DaemonStarted, DaemonStopped
 
@@ -73,13 +74,8 @@ class Daemon:
         """Take the lock again when ``daemon.lock`` was removed or replaced while the daemon
         runs: the lock is on the file, so a second daemon would lock a new one and capture
         beside this one."""
-        held = os.fstat(self._lock_fd)
-        try:
-            found = os.stat(self.home / "daemon.lock")
-            if (found.st_dev, found.st_ino) == (held.st_dev, held.st_ino):
-                return
-        except FileNotFoundError:
-            pass
+        if names(self.home / "daemon.lock", self._lock_fd):
+            return
         try:
             fd = self._single_instance()
         except LockedError as exc:

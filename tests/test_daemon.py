@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -601,3 +602,31 @@ def test_a_deletion_while_the_display_is_away_ends_the_ocr_worker_at_once(
             assert daemon.status()["daemon"]["problem"].startswith("display unavailable")
         finally:
             daemon.close()
+
+
+def locked_by_another(path: Path) -> bool:
+    """Whether another open file description holds the flock of the file at ``path``."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases a flock this took
+    return False
+
+
+def test_the_views_lock_removed_while_the_daemon_runs_is_taken_again(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    # The class of case 8: with views/LOCK removed, a command that writes would lock a new
+    # file and write the views beside the daemon's projector.
+    daemon.start()
+    lock = daemon.home / "views" / "LOCK"
+    wait_for(lambda: locked_by_another(lock), "the projector's lock")
+    lock.unlink()
+    wait_for(lambda: locked_by_another(lock), "the lock taken again")
+    assert daemon.process is not None and daemon.process.poll() is None
