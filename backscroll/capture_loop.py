@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from capture.camera import Camera
     from capture.probe import Frontmost
     from capture.seen import Likeness
+    from projector.state import State
 
 log = logging.getLogger("backscroll.daemon")
 
@@ -68,10 +69,7 @@ class CaptureLoop:
         self.trigger.mode = config.trigger
         self.trigger.interval = config.interval_seconds
         self.trigger.min_interval = config.min_interval_seconds if config.trigger == "events" else 0
-        state = self.store.state()
-        if len(state.deletions) != self._deletions:
-            self._deletions = len(state.deletions)
-            self.camera.forget()
+        state = self.follow_deletions()
         if state.pause.active(now_us()):
             self.outcome = "paused"
             return
@@ -104,6 +102,15 @@ class CaptureLoop:
                 reason = "app_change"  # a newer state of a window just switched to
             self._pending = (reason, front, config)
             self._wake.notify()
+
+    def follow_deletions(self) -> State:
+        """Have the camera forget what it read once a deletion is new since the last call
+        (paused or not, the display there or not); the views' state as it is now."""
+        state = self.store.state()
+        if len(state.deletions) != self._deletions:
+            self._deletions = len(state.deletions)
+            self.camera.forget()
+        return state
 
     def work(self) -> None:
         """The worker thread: take and record each scheduled frame until the stop event."""
@@ -138,12 +145,14 @@ class CaptureLoop:
 
     def frame(self, reason: CaptureReason, front: Frontmost, config: Config) -> str:
         """Take and record one frame; its outcome (``captured``, ``denied``, ``duplicate``,
-        ``error``). A fault of the store pauses capture; any other costs this one frame."""
+        ``deleted``, ``error``). A fault of the store pauses capture; any other costs this
+        one frame."""
         try:
             seen = self.camera.take(front, reason, config, after=self._last)
             if isinstance(seen, str):
                 return seen
-            self.recorder.record(seen, config)
+            if self.recorder.record(seen, config) is None:
+                return "deleted"  # seen before a deletion that was asked for meanwhile
             self._last = seen.likeness
             return "captured"
         except OSError as exc:

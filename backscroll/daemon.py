@@ -37,6 +37,7 @@ from backscroll.store import MemoryStore
 from base.clock import now_us
 from base.config import Config
 from base.errors import CaptureError, LockedError
+from base.fs import names
 from capture.camera import Camera, keep_freed_memory
 from eventlog.events import CapturePaused, CaptureResumed, DaemonStarted, DaemonStopped
 
@@ -54,6 +55,7 @@ class Daemon:
         self.interval_override = interval
         self.stop_event = threading.Event()
         self._lock_fd = self._single_instance()
+        self._lock_lost = False  # said once: another process holds a new daemon.lock
 
     def _single_instance(self) -> int:
         fd = os.open(self.home / "daemon.lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -67,6 +69,23 @@ class Daemon:
                 f"a capture daemon is already running for {self.home} (pid {pid})"
             ) from None
         return fd
+
+    def _keep_lock(self) -> None:
+        """Take the lock again when ``daemon.lock`` was removed or replaced while the daemon
+        runs: the lock is on the file, so a second daemon would lock a new one and capture
+        beside this one."""
+        if names(self.home / "daemon.lock", self._lock_fd):
+            return
+        try:
+            fd = self._single_instance()
+        except LockedError as exc:
+            if not self._lock_lost:
+                log.warning("daemon.lock was replaced and is held by another process: %s", exc)
+            self._lock_lost = True
+            return
+        log.info("daemon.lock was removed or replaced while the daemon ran: taken again")
+        os.close(self._lock_fd)
+        self._lock_fd, self._lock_lost = fd, False
 
     def run(self) -> None:
         keep_freed_memory()
@@ -98,6 +117,11 @@ class Daemon:
             self._probe_loop()
         except KeyboardInterrupt:
             reason = "interrupted"
+        except Exception as exc:
+            # Said as what it is: a fault that ends the probe loop was logged as a normal stop.
+            reason = f"failed: {type(exc).__name__}"
+            log.exception("the capture daemon failed")
+            raise
         finally:
             self.stop_event.set()
             self.loop.wake()
@@ -153,6 +177,7 @@ class Daemon:
         """
         self.loop.outcome = "paused"
         while True:
+            self.loop.follow_deletions()
             self._beat(config)
             if self.stop_event.wait(RETRY_SECONDS):
                 return
@@ -167,6 +192,7 @@ class Daemon:
         self.hotkey.restart(config, self.camera.backends.hotkey_problem)
 
     def _beat(self, config: Config) -> None:
+        self._keep_lock()
         backends, recorder = self.camera.backends, self.recorder
         self.heartbeat.write(
             Heartbeat(

@@ -60,7 +60,8 @@ class Heartbeat(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class HeartbeatFile:
-    """The daemon's ``daemon.json``: made at start, rewritten each tick, removed at stop."""
+    """The daemon's ``daemon.json``: made at start, rewritten each tick (made again if it
+    was removed), removed at stop."""
 
     def __init__(self, home: Path) -> None:
         self.path = home / FILE
@@ -74,11 +75,16 @@ class HeartbeatFile:
         body = msgspec.json.encode(beat)
         if len(body) >= SIZE:  # only the free-text problems can grow that long
             body = msgspec.json.encode(Heartbeat(pid=beat.pid, last_tick_us=beat.last_tick_us))
-        fd = os.open(self.path, os.O_WRONLY)
+        try:
+            # O_CREAT: a daemon.json removed while the daemon runs is made again at the next
+            # tick (without it, the open's FileNotFoundError ended the daemon).
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
+        except OSError:
+            return  # a heartbeat is best effort: status then reports the daemon as stale
         try:
             os.pwrite(fd, body.ljust(SIZE), 0)
         except OSError:
-            pass  # a heartbeat is best effort: status then reports the daemon as stale
+            pass
         finally:
             os.close(fd)
 

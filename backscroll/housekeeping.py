@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 
+from backscroll.manage import append_tombstone
 from backscroll.stats import dir_bytes
 from backscroll.store import MemoryStore
 from base.clock import now_us
 from base.config import Config
-from eventlog.events import FRAME_TYPE, FrameCaptured, FramesDeleted
+from eventlog.events import FRAME_TYPE, DeleteReason, FrameCaptured
 from projector.runner import Projector
 
 log = logging.getLogger("backscroll.housekeeping")
@@ -35,15 +36,10 @@ def housekeep(store: MemoryStore, projector: Projector, config: Config) -> None:
         _delete_before(store, projector, cutoff + 1, "storage_cap")
 
 
-def _delete_before(store: MemoryStore, projector: Projector, cutoff_us: int, reason: str) -> None:
-    request = FramesDeleted(
-        ts_us=now_us(),
-        upto_id=store.log.next_offset() - 1,
-        until_us=cutoff_us,
-        reason=reason,  # type: ignore[arg-type]
-        origin="daemon",
-    )
-    store.log.append(request)
+def _delete_before(
+    store: MemoryStore, projector: Projector, cutoff_us: int, reason: DeleteReason
+) -> None:
+    append_tombstone(store.log, until_us=cutoff_us, reason=reason, origin="daemon")
     projector.catch_up()
     log.info("housekeeping: %s pass done", reason)
 

@@ -12,10 +12,12 @@ from base.clock import now_us, to_us
 from base.config import Config
 from base.errors import UsageError, is_text
 from base.fs import fsync_dir
+from eventlog.contract import EventLog
 from eventlog.events import (
     CapturePaused,
     CaptureResumed,
     DamageDiscarded,
+    DeleteReason,
     FramesDeleted,
     Origin,
 )
@@ -85,17 +87,42 @@ def delete(
     for "everything".
     """
     check_scope(start, end, app)
-    request = FramesDeleted(
-        ts_us=now_us(),
-        upto_id=store.log.next_offset() - 1,
-        ids=ids,
-        since_us=to_us(start),
-        until_us=to_us(end),
-        app=app,
-        origin=origin,
+    offset = append_tombstone(
+        store.log, ids=ids, since_us=to_us(start), until_us=to_us(end), app=app, origin=origin
     )
-    offset = store.log.append(request)
     return wait_for_completion(store, offset, wait)
+
+
+def append_tombstone(
+    log: EventLog,
+    *,
+    ids: tuple[int, ...] = (),
+    since_us: int | None = None,
+    until_us: int | None = None,
+    app: str | None = None,
+    reason: DeleteReason = "user",
+    origin: Origin = "cli",
+) -> int:
+    """Append a ``FramesDeleted`` of this scope; its offset.
+
+    Its time and ``upto_id`` are read under the append lock: every frame appended before it
+    is at or below ``upto_id``, and every frame seen before its time but appended after it
+    is dropped by the recorder (``backscroll.record.Recorder``). Read before the lock, a
+    frame appended in between escaped both.
+    """
+    with log.batch() as batch:
+        return batch.append(
+            FramesDeleted(
+                ts_us=now_us(),
+                upto_id=batch.next_offset - 1,
+                ids=ids,
+                since_us=since_us,
+                until_us=until_us,
+                app=app,
+                reason=reason,
+                origin=origin,
+            )
+        )
 
 
 def check_scope(start: datetime | None, end: datetime | None, app: str | None) -> None:

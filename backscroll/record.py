@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
+
+import msgspec
 
 from base.clock import now_us
 from base.config import Config
@@ -18,7 +20,9 @@ from base.fs import ensure_dir, write_file
 from capture.seen import Seen
 from eventlog.batch import Batch
 from eventlog.contract import EventLog
-from eventlog.events import FRAME_TYPE, MAX_URL, FrameCaptured
+from eventlog.events import FRAME_TYPE, MAX_URL, TYPE_CODES, FrameCaptured, FramesDeleted
+
+DELETE_TYPE = TYPE_CODES[FramesDeleted]
 
 if TYPE_CHECKING:
     from backscroll.crypto import FrameCrypto
@@ -27,23 +31,38 @@ if TYPE_CHECKING:
 
 class Recorder:
     """Appends what the camera saw to the store, and counts this run's frames for the
-    heartbeat (by text source, by reason, and the secrets redacted by kind)."""
+    heartbeat (by text source, by reason, and the secrets redacted by kind).
+
+    A frame seen before a deletion that covers it, but recorded after the deletion's
+    tombstone (it was being read while ``clear`` ran), is dropped under the append lock:
+    after ``clear`` returns nothing seen before it may be searchable, and a frame appended
+    after the tombstone is past its ``upto_id``. The tombstones are read from the log from
+    where the last frame's check stopped: frames are recorded in the order they were seen
+    (one capture worker), so a tombstone read for an earlier frame is older than every later
+    frame.
+    """
 
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
+        self._checked = store.log.next_offset()  # tombstones before it are older than any frame
         self.text_sources: dict[str, int] = {}
         self.reasons: dict[str, int] = {}
         self.redactions: dict[str, int] = {}
         self.last_reason: str | None = None
         self.last_text_source: str | None = None
 
-    def record(self, seen: Seen, config: Config) -> FrameCaptured:
+    def record(self, seen: Seen, config: Config) -> FrameCaptured | None:
         """One frame, appended and fsynced with its thumbnail (``OSError``,
-        ``DiskFullError``, ``KeyUnavailableError`` when it cannot be)."""
+        ``DiskFullError``, ``KeyUnavailableError`` when it cannot be); None when a deletion
+        asked for after it was seen covers it, and nothing was written."""
         crypto = None
         if config.encrypt_text or config.encrypt_thumbnails:
             crypto = self.store.ensure_crypto()
         with self.store.log.batch() as batch:
+            deleted = self._deleted_since(seen, batch.next_offset)
+            self._checked = batch.next_offset
+            if deleted:
+                return None
             frame = record_frame(batch, seen, config, crypto, self.store.home)
         _count(self.text_sources, seen.text_source)
         _count(self.reasons, seen.reason)
@@ -51,6 +70,30 @@ class Recorder:
             _count(self.redactions, kind, n)
         self.last_reason, self.last_text_source = seen.reason, seen.text_source
         return frame
+
+    def _deleted_since(self, seen: Seen, frame_id: int) -> bool:
+        """Whether a tombstone appended since the last check, asked for after ``seen`` was
+        seen, covers it (as the frame ``frame_id`` it would become); call under the lock."""
+        from projector.state import matches, scope_of
+
+        candidate = _Candidate(frame_id, seen.captured_us, seen.app, seen.title, seen.url)
+        for _, event in self.store.log.read(self._checked, types={DELETE_TYPE}):
+            if not isinstance(event, FramesDeleted) or event.ts_us <= seen.captured_us:
+                continue
+            scope = scope_of(event)
+            if matches(msgspec.structs.replace(scope, upto_id=frame_id), candidate):
+                return True
+        return False
+
+
+class _Candidate(NamedTuple):
+    """A frame not appended yet, as a deletion's scope reads it."""
+
+    frame_id: int
+    captured_us: int
+    app: str
+    title: str
+    url: str
 
 
 def _count(counts: dict[str, int], key: str, n: int = 1) -> None:

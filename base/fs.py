@@ -155,6 +155,18 @@ def open_log(path: Path) -> int:
     return fd
 
 
+def names(path: Path, fd: int) -> bool:
+    """Whether ``path`` still names the file open as ``fd``. A lock held for a process's
+    life is on the file, not the name: once the name is removed or replaced, another process
+    locks a new file there and believes itself alone."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (found.st_dev, found.st_ino) == (held.st_dev, held.st_ino)
+
+
 def write_atomic(path: Path, data: bytes, *, mode: int = FILE_MODE) -> None:
     """Replace ``path`` with ``data``: a crash leaves the old file or the new one, never half."""
     with _disk_full_is_reported(path):

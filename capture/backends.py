@@ -81,7 +81,8 @@ class OcrEngine(Protocol):
     def text(self, image: Image) -> str: ...
 
     def forget(self) -> None:
-        """Drop whatever the engine keeps of text it has read (called after a deletion)."""
+        """Drop whatever the engine keeps of text it has read (called after a deletion), at
+        once or, during a read, as it ends: never waiting for one."""
         ...
 
     def close(self) -> None: ...

@@ -55,7 +55,6 @@ class Camera:
     def __init__(self, backends: Backends) -> None:
         self.backends = backends
         self._lock = threading.Lock()
-        self._forget = False
         # The AT-SPI read mostly waits on the window's app: it runs beside the grab,
         # signature and thumbnail instead of after them (3 ms off a frame's wall time).
         self._reader = ThreadPoolExecutor(1, thread_name_prefix="ax-read")
@@ -100,8 +99,8 @@ class Camera:
 
     def forget(self) -> None:
         """Have the OCR engine drop the text it keeps of lines it has read (they may be
-        deleted frames'), before its next read: it may be reading one now."""
-        self._forget = True
+        deleted frames'): now, or when the read it may be doing ends."""
+        self.backends.ocr.forget()
 
     def take(
         self,
@@ -141,9 +140,6 @@ class Camera:
             and screen.difference(likeness.signature, after.signature) < config.dedupe_threshold
         ):
             return "duplicate"
-        if self._forget:
-            self._forget = False
-            self.backends.ocr.forget()
         text, source = self._text(config, front, ax_text, image, monitor)
         return Seen(
             captured_us=captured_us,

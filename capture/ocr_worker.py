@@ -126,6 +126,7 @@ class WorkerOcr:
         self._process: subprocess.Popen[bytes] | None = None
         self._fallback = False
         self._closing = False  # close() was called: a read stops its worker when it ends
+        self._forget = False  # forget() was called during a read: it stops its worker too
 
     @property
     def engine(self) -> str:
@@ -153,6 +154,9 @@ class WorkerOcr:
                     self._process.returncode,
                 )
                 self._stop()
+            if self._forget:  # asked while the last read ended: that worker still knows
+                self._forget = False
+                self._stop()
             if not self._fallback and self._process is None:
                 self._start()
             if self._fallback:
@@ -160,15 +164,25 @@ class WorkerOcr:
             try:
                 return self._read(image)
             finally:
-                if self._closing:
+                if self._closing or self._forget:
+                    self._forget = False
                     self._stop()
 
     def forget(self) -> None:
         """Drop the text of every line read so far by ending the worker, and its memory with
         it: deleted frames leave no readable residue, not even here. The next read starts
-        another (the model loads again, once per deletion)."""
-        with self._lock:
-            self._stop()
+        another (the model loads again, once per deletion).
+
+        At once, not at the next read: capture may be paused for hours. A worker busy with
+        a frame is ended when that read ends, so this never waits on a read (the probe loop
+        calls it)."""
+        self._forget = True
+        if self._lock.acquire(blocking=False):
+            try:
+                self._forget = False
+                self._stop()
+            finally:
+                self._lock.release()
 
     def close(self) -> None:
         """Stop the worker; one busy with a frame (the capture thread reads while the probe

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence, Set
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
@@ -51,7 +51,8 @@ class LogReader(Cursor[Folder]):
 
     def __init__(self, log: Folder, start: int = 0) -> None:
         super().__init__(log, start)
-        self._changes: Iterator[object] | None = None
+        self._changes: Iterator[Set[tuple[object, str]]] | None = None
+        self._wanted: Callable[[tuple[object, str]], bool] = bool
 
     def wait(
         self, timeout: float, stop: threading.Event | None = None, also: Sequence[Path] = ()
@@ -73,10 +74,12 @@ class LogReader(Cursor[Folder]):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             changes = next(self._changes, None)
-            if changes is None or changes:  # stopped, or something changed
+            if changes is None or any(map(self._wanted, changes)):  # stopped, or a change
                 return
 
-    def _watch(self, stop: threading.Event | None, also: Sequence[Path]) -> Iterator[object]:
+    def _watch(
+        self, stop: threading.Event | None, also: Sequence[Path]
+    ) -> Iterator[Set[tuple[object, str]]]:
         import watchfiles
 
         # Files are watched through their folders, not by path: a file replaced by an
@@ -84,8 +87,10 @@ class LogReader(Cursor[Folder]):
         wanted = {str(path) for path in also}
         folder = str(self.log.path)
 
-        def keep(change: object, path: str) -> bool:
-            return path in wanted or os.path.dirname(path) == folder
+        def wanted_change(change: tuple[object, str]) -> bool:
+            return change[1] in wanted or os.path.dirname(change[1]) == folder
+
+        self._wanted = wanted_change
 
         # 50 ms debounce, not watchfiles' 1.6 s default: new frames are searchable in 2 s.
         # A 50 ms step (how often the watcher looks up from waiting), not 10: at 10 the idle
@@ -95,7 +100,11 @@ class LogReader(Cursor[Folder]):
             watchfiles.watch(
                 self.log.path,
                 *{path.parent for path in also},
-                watch_filter=keep,
+                # Filtered here, not by watchfiles: a change it filters out is never handed
+                # back, and a file beside the watched ones rewritten more often than
+                # WATCH_TIMEOUT_MS (daemon.json, every probe tick) kept ``wait`` from ever
+                # seeing its deadline.
+                watch_filter=None,
                 recursive=False,
                 debounce=50,
                 step=50,

@@ -20,7 +20,7 @@ import msgspec
 from base import jsontext
 from base.clock import now_us
 from base.errors import LockedError, is_disk_full
-from base.fs import current, ensure_dir, write_atomic
+from base.fs import current, ensure_dir, names, write_atomic
 from base.home import Layout
 from eventlog.codec import decode_or_report
 from eventlog.contract import EventLog
@@ -156,10 +156,22 @@ class Projector:
         """
         reader = self.log.reader()
         while not stop.is_set():
+            self.keep_lock()
             self.catch_up()
             if on_idle:
                 on_idle()
             reader.wait(IDLE_SECONDS, stop, also)
+
+    def keep_lock(self) -> None:
+        """Take the views' lock again when ``views/LOCK`` was removed or replaced while this
+        writer holds it; ``LockedError`` when another process locked the new file first."""
+        path = self.layout.views / "LOCK"
+        if names(path, self._lock_fd):
+            return
+        fd = _try_lock(path)
+        os.close(self._lock_fd)
+        self._lock_fd = fd
+        log.info("views/LOCK was removed or replaced while held: taken again")
 
     def _apply_record(self, record: Record) -> None:
         """Apply one record; one that does not decode or apply is noted and skipped: the log

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import signal
 import subprocess
+import sys
 import time
 from datetime import UTC, datetime, timedelta
 from io import BytesIO
@@ -310,6 +313,53 @@ def test_a_deletion_ends_the_ocr_worker_that_knew_the_deleted_lines(
     assert ocr_workers(daemon.process.pid), "a new worker read the frame after it"
 
 
+def test_a_deletion_while_capture_is_paused_ends_the_ocr_worker_at_once(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    # Issue 24, also worth a look: the worker was ended only before the next frame's OCR,
+    # so while capture was paused it kept the deleted lines.
+    window = desktop.open_xterm(["a line that will be deleted while paused"], "first")
+    desktop.activate(window.window_id)
+    daemon.start()
+    assert daemon.process is not None
+    wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+    [before] = ocr_workers(daemon.process.pid)
+    daemon.cli("pause")
+    daemon.cli("clear", "-y")
+    wait_for(lambda: before not in ocr_workers(daemon.process.pid), "the worker ended")
+    assert daemon.status()["daemon"]["last_outcome"] == "paused"
+
+
+def test_a_frame_being_read_while_clear_runs_is_never_searchable_after_it(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    # Issue 24, case 2: the frame the worker was reading (OCR, slowed here for real by
+    # stopping the OCR worker) was appended after the clear's tombstone and stayed.
+    first = desktop.open_xterm(["the first window"], "first")
+    second = desktop.open_xterm(["zygomorphic words being read"] * 8, "second")
+    desktop.activate(first.window_id)
+    daemon.start()
+    assert daemon.process is not None
+    wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+    [worker] = ocr_workers(daemon.process.pid)
+    os.kill(worker, signal.SIGSTOP)
+    try:
+        desktop.activate(second.window_id)
+        wait_for(
+            lambda: daemon.status()["daemon"]["last_outcome"] == "working",
+            "the second frame waiting on OCR",
+        )
+        daemon.cli("clear", "-y")
+    finally:
+        os.kill(worker, signal.SIGCONT)
+    wait_for(lambda: "): deleted" in daemon.log.read_text(), "the frame read and dropped")
+    assert daemon.frames() == []
+    with MemoryStore(daemon.home) as store:
+        assert store.search("zygomorphic") == []
+    daemon.stop()
+    assert not files_containing(daemon.home, "zygomorphic")
+
+
 def test_deletion_and_reindex_requested_while_the_daemon_runs_are_carried_out_by_it(
     desktop: Desktop, daemon: Daemon
 ) -> None:
@@ -483,3 +533,100 @@ def test_a_stopped_daemon_leaves_the_views_caught_up_with_the_log(
     daemon.stop()
     with MemoryStore(daemon.home) as store:  # a reader: it catches nothing up itself
         assert store.lag == 0, store.behind_why
+
+
+def test_removing_the_heartbeat_file_leaves_the_daemon_running_and_it_is_written_again(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    # Issue 24, case 8: the heartbeat's rewrite opened daemon.json without O_CREAT, and the
+    # FileNotFoundError ended the probe loop, logged as a normal stop.
+    first = desktop.open_xterm(["before the heartbeat went"], "first")
+    second = desktop.open_xterm(["after the heartbeat went"], "second")
+    desktop.activate(first.window_id)
+    daemon.start()
+    wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+    (daemon.home / "daemon.json").unlink()
+    wait_for(lambda: (daemon.home / "daemon.json").exists(), "the heartbeat written again")
+    desktop.activate(second.window_id)
+    wait_for(lambda: len(daemon.frames()) == 2, "capture going on")
+    assert daemon.process is not None and daemon.process.poll() is None
+    assert daemon.status()["daemon"]["state"] == "running"
+    daemon.stop()
+    assert "capture daemon stopped (interrupted)" in daemon.log.read_text()
+
+
+def test_a_second_daemon_is_refused_even_after_daemon_lock_was_removed(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    # Issue 24, the class of case 8 (a file the daemon keeps, removed while it runs): a
+    # removed daemon.lock let a second daemon take a new file's lock and capture beside it.
+    daemon.start()
+
+    def second_start() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "backscroll", "start"],
+            env=daemon.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    refused = second_start()
+    assert refused.returncode != 0 and "already running" in refused.stderr
+    (daemon.home / "daemon.lock").unlink()
+    wait_for(lambda: (daemon.home / "daemon.lock").exists(), "the lock taken again")
+    refused = second_start()
+    assert refused.returncode != 0 and "already running" in refused.stderr
+    assert daemon.process is not None and daemon.process.poll() is None
+
+
+def test_a_deletion_while_the_display_is_away_ends_the_ocr_worker_at_once(
+    backscroll_home: Path,
+) -> None:
+    # The probe loop's reconnection attempts did not look at deletions: the OCR worker kept
+    # the deleted lines for as long as the display stayed away.
+    with headless_desktop() as desk:
+        daemon = Daemon.of(desk.daemon_env, backscroll_home)
+        try:
+            daemon.cli(*FAST)
+            window = desk.open_xterm(["a line deleted while the display is away"], "away")
+            desk.activate(window.window_id)
+            daemon.start()
+            assert daemon.process is not None
+            wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+            [before] = ocr_workers(daemon.process.pid)
+            desk.stop_x_server()
+            wait_for(lambda: daemon.status()["daemon"].get("problem"), "the display gone")
+            daemon.cli("clear", "-y")
+            wait_for(lambda: before not in ocr_workers(daemon.process.pid), "the worker ended")
+            assert daemon.status()["daemon"]["problem"].startswith("display unavailable")
+        finally:
+            daemon.close()
+
+
+def locked_by_another(path: Path) -> bool:
+    """Whether another open file description holds the flock of the file at ``path``."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases a flock this took
+    return False
+
+
+def test_the_views_lock_removed_while_the_daemon_runs_is_taken_again(
+    desktop: Desktop, daemon: Daemon
+) -> None:
+    # The class of case 8: with views/LOCK removed, a command that writes would lock a new
+    # file and write the views beside the daemon's projector.
+    daemon.start()
+    lock = daemon.home / "views" / "LOCK"
+    wait_for(lambda: locked_by_another(lock), "the projector's lock")
+    lock.unlink()
+    wait_for(lambda: locked_by_another(lock), "the lock taken again")
+    assert daemon.process is not None and daemon.process.poll() is None

@@ -1,16 +1,20 @@
 """The daemon's parts, each alone and for real, without a desktop: the recorder, the
-projector thread (with housekeeping), the pause hotkey and the AT-SPI announcement. The
+projector thread (with housekeeping), the heartbeat, the pause hotkey and the AT-SPI
+announcement. The
 capture loop and the camera need a screen: tests/test_camera.py and tests/test_daemon.py."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from backscroll.announcement import Announcement
+from backscroll.heartbeat import Heartbeat, HeartbeatFile, read_heartbeat
+from backscroll.manage import delete
 from backscroll.pause_hotkey import PauseHotkey
 from backscroll.projector_thread import ProjectorThread
 from backscroll.record import Recorder
@@ -71,6 +75,36 @@ def test_the_recorder_encrypts_as_the_config_says(store: MemoryStore) -> None:
     assert frame.thumb is not None and frame.thumb.endswith(".enc")
 
 
+def test_a_frame_seen_before_a_clear_and_recorded_after_it_is_dropped(store: MemoryStore) -> None:
+    # Issue 24, case 2: the frame being read (a slow OCR) while `clear` ran was appended after
+    # the tombstone, past its upto_id, and stayed searchable.
+    recorder = Recorder(store)
+    config = store.config.replace(encrypt_text=False, encrypt_thumbnails=False)
+    recorder.record(seen("a frame recorded before the clear"), config)
+    in_flight = seen("zygomorphic text seen while the clear ran")
+    delete(store)
+    assert recorder.record(in_flight, config) is None
+    assert frames(store) == []
+    assert not list((store.home / "thumbs").rglob("*.jpg"))
+    assert recorder.record(seen("seen after the clear"), config) is not None
+    store.refresh()
+    assert store.search("zygomorphic") == []
+    assert [f.text for f in frames(store)] == ["seen after the clear"]
+
+
+def test_a_scoped_deletion_drops_only_the_frames_in_flight_it_covers(store: MemoryStore) -> None:
+    recorder = Recorder(store)
+    config = store.config.replace(encrypt_text=False, encrypt_thumbnails=False)
+    other = seen("another app's window")._replace(app="XTerm")
+    covered, too_old = seen("in the scope"), seen("before the span", days_ago=3)
+    now = datetime.now(UTC)
+    delete(store, app="zenity", start=now - timedelta(days=1), end=now + timedelta(minutes=1))
+    assert recorder.record(covered, config) is None
+    assert recorder.record(other, config) is not None
+    assert recorder.record(too_old, config) is not None
+    assert sorted(f.text for f in frames(store)) == ["another app's window", "before the span"]
+
+
 def run_in_thread(part: ProjectorThread) -> threading.Thread:
     thread = threading.Thread(target=part.run, name="projector")
     thread.start()
@@ -111,6 +145,15 @@ def test_the_projector_thread_runs_housekeeping_past_the_retention(store: Memory
     assert [d.reason for d in deleted] == ["retention"]
     assert [f.text for f in frames(store)] == ["a new screen"]
     assert store.state().totals().frames == 1
+
+
+def test_a_removed_heartbeat_file_is_made_again_at_the_next_beat(store: MemoryStore) -> None:
+    heartbeat = HeartbeatFile(store.home)
+    (store.home / "daemon.json").unlink()
+    heartbeat.write(Heartbeat(pid=4242, last_tick_us=now_us()))
+    beat = read_heartbeat(store.home)
+    assert beat is not None and beat.pid == 4242
+    assert (store.home / "daemon.json").stat().st_mode & 0o777 == 0o600
 
 
 def test_the_pause_hotkey_says_why_it_cannot_listen_and_gives_the_thread_hook_back() -> None:

@@ -240,6 +240,35 @@ def test_closing_during_a_read_does_not_wait_for_it_and_stops_the_worker_after(
 
 
 @pytest.mark.ocr
+def test_forgetting_during_a_read_does_not_wait_for_it_and_ends_the_worker_after(
+    engine: WorkerOcr,
+) -> None:
+    # The daemon's probe loop asks, after a deletion, while the capture thread may be
+    # reading: it must not wait for that read, and the worker must not outlive it.
+    engine.check()
+    worker = engine.pid
+    assert worker is not None
+    os.kill(worker, signal.SIGSTOP)
+    pipe = os.open(f"/proc/{worker}/fd/0", os.O_RDONLY | os.O_NONBLOCK)
+    results: list[str] = []
+    reading = threading.Thread(target=lambda: results.append(engine.text(drawn(LINES, 12))))
+    try:
+        reading.start()
+        wait_for(lambda: pending_bytes(pipe) > 0, "the request in the worker's pipe")
+        engine.forget()
+        assert reading.is_alive()  # forget() returned while the worker still held the read
+    finally:
+        os.close(pipe)
+        os.kill(worker, signal.SIGCONT)
+    reading.join()
+
+    assert "ECONNREFUSED" in results[0]
+    assert engine.pid is None
+    assert not Path(f"/proc/{worker}").exists()
+    assert "ECONNREFUSED" in engine.text(drawn(LINES, 12))
+
+
+@pytest.mark.ocr
 def test_a_worker_stopped_while_idle_is_replaced_and_the_next_read_works(
     engine: WorkerOcr, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -230,6 +230,22 @@ def test_the_deny_list_matches_the_address() -> None:
     assert denied(config, "bank.example tool", "x")
 
 
+def test_the_deny_list_matches_what_a_person_means_not_the_raw_characters() -> None:
+    # Issue 24, also worth a look: patterns matched raw substrings, so padding, punycode
+    # against Unicode, compatibility forms and case beyond ASCII let a window through.
+    unicode, ace = (
+        Config(deny_apps=("bücher.example",)),
+        Config(deny_apps=("xn--bcher-kva.example",)),
+    )
+    assert denied(unicode, "Chromium", "Shop", "https://xn--bcher-kva.example/cart")
+    assert denied(ace, "Chromium", "Bücher.example – Warenkorb")
+    assert denied(Config(deny_apps=(" bank ",)), "Chromium", "My Bank account")
+    assert denied(Config(deny_apps=("ｂａｎｋ",)), "Chromium", "bank statement")  # full-width
+    assert denied(Config(deny_apps=("straße",)), "Maps", "STRASSE 12")
+    assert not denied(unicode, "Chromium", "Shop", "https://xn--bcher-kvb.example/")
+    assert not denied(Config(deny_apps=(" bank ",)), "Chromium", "riverbed walks")
+
+
 def test_the_agent_tool_shows_the_address(imported: Path) -> None:
     import asyncio
 
