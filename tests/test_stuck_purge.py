@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import tests.faultfs
+from backscroll.housekeeping import housekeep
 from backscroll.importer import import_frames
 from backscroll.manage import delete
 from backscroll.store import MemoryStore
@@ -226,3 +227,15 @@ def test_a_clear_waiting_on_the_views_writer_is_told_when_its_purge_cannot_compl
             waiting.join(0.1)
     [said] = asked
     assert "frames are hidden" in str(said) and "version 2" in str(said), said
+
+
+def test_housekeeping_adds_no_deletion_while_one_is_stuck(backscroll_home: Path) -> None:
+    """Retention's deletion stops on a segment of a newer format; the next hourly pass
+    appended another, stuck the same way, and so on every hour."""
+    newer_format(sealed_store(backscroll_home))  # frames from 2025-12: past any retention
+    with MemoryStore(backscroll_home, write=True) as store, store.projector() as projector:
+        for _ in range(3):
+            housekeep(store, projector, store.config.replace(retention_days=30))
+        deletions = projector.state.deletions
+    assert [d.reason for d in deletions] == ["retention"]
+    assert "version 2" in deletions[0].problem and deletions[0].completed_us is None
