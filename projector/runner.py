@@ -218,7 +218,7 @@ class Projector:
             except (BackscrollError, OSError) as exc:
                 if isinstance(exc, DiskFullError) or is_disk_full(exc):
                     raise
-                deletion.problem = purge_problem(exc)
+                deletion.problem = failure_line(exc)
                 log.warning(
                     "deletion #%d: its purge cannot complete: %s", deletion.offset, deletion.problem
                 )
@@ -351,8 +351,8 @@ class Projector:
         self.purge_pending()
 
 
-def purge_problem(exc: BaseException) -> str:
-    """One line naming what stopped a purge."""
+def failure_line(exc: BaseException) -> str:
+    """One line naming what stopped a purge or a reindex."""
     if isinstance(exc, OSError) and exc.strerror:
         where = f": {exc.filename}" if exc.filename else ""
         return f"{exc.strerror}{where}"

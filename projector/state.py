@@ -129,6 +129,8 @@ class Reindex(msgspec.Struct):
     views_only: bool
     completed_us: int | None = None
     frames: int = 0
+    problem: str = ""
+    """Why the views' writer could not carry it out (it is not tried again), or ""."""
 
 
 class Weakened(msgspec.Struct):

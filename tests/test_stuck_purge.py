@@ -24,6 +24,7 @@ import tests.faultfs
 from backscroll.housekeeping import housekeep
 from backscroll.importer import import_frames
 from backscroll.manage import delete
+from backscroll.reindex import reindex, run_requested
 from backscroll.store import MemoryStore
 from base.errors import StoreError
 from base.fs import FILE_MODE, FileSystem, WritableFile
@@ -239,3 +240,33 @@ def test_housekeeping_adds_no_deletion_while_one_is_stuck(backscroll_home: Path)
         deletions = projector.state.deletions
     assert [d.reason for d in deletions] == ["retention"]
     assert "version 2" in deletions[0].problem and deletions[0].completed_us is None
+
+
+def test_a_reindex_the_views_writer_cannot_carry_out_stops_neither_it_nor_the_asker(
+    backscroll_home: Path,
+) -> None:
+    """The same class: a reindex that failed in the daemon's projector stopped it at every
+    pass (``run_requested`` raised), and the ``reindex`` waiting on it waited forever."""
+    newer_format(sealed_store(backscroll_home))
+    with MemoryStore(backscroll_home, write=True) as store:
+        views = store.projector()  # as the daemon's projector thread holds them
+    asked: list[BaseException] = []
+
+    def ask() -> None:
+        with MemoryStore(backscroll_home, write=True, catch_up=False) as store:
+            try:
+                reindex(store)
+            except StoreError as exc:
+                asked.append(exc)
+
+    waiting = threading.Thread(target=ask, daemon=True)
+    with views, MemoryStore(backscroll_home, write=True, catch_up=False) as daemon:
+        waiting.start()
+        while waiting.is_alive():
+            views.catch_up()  # the daemon's loop, then its idle step; neither may raise
+            run_requested(daemon, views)
+            waiting.join(0.1)
+        [request] = views.state.reindexes
+    [said] = asked
+    assert "could not complete" in str(said) and "version 2" in str(said), said
+    assert "version 2" in request.problem and request.completed_us is None
