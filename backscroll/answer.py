@@ -189,8 +189,9 @@ def delete(
     store: MemoryStore, request: DeleteRequest, origin: Origin, span: Span | None = None
 ) -> DeleteAnswer:
     """Delete the frames in scope (no scope: every frame), once ``confirm`` is set; returns
-    when the purge is complete. ``span``: the span as it was resolved when the person was
-    asked, so that "2h" means the same two hours it meant then."""
+    when the purge is complete, or raises ``StoreError`` saying why it cannot complete (the
+    frames stay hidden). ``span``: the span as it was resolved when the person was asked, so
+    that "2h" means the same two hours it meant then."""
     from backscroll.manage import check_scope
     from backscroll.manage import delete as delete_
 

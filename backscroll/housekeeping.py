@@ -20,6 +20,12 @@ CAP_TARGET = 0.9  # when over the cap, delete oldest first down to 90% of it
 
 def housekeep(store: MemoryStore, projector: Projector, config: Config) -> None:
     """One pass: frames past ``retention_days`` go, then the oldest while over the cap."""
+    stuck = store.state().stuck_deletions()
+    if stuck:
+        # Another deletion would stop on the same problem: one a pass would pile up, each
+        # tried again at every command (status and verify name the one there is).
+        log.warning("housekeeping: skipped while deletion #%d is not complete", stuck[0].offset)
+        return
     cutoff = now_us() - config.retention_days * DAY_US
     oldest = store.state().totals().oldest_us
     if oldest and oldest < cutoff:

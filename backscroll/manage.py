@@ -10,7 +10,7 @@ from typing import NamedTuple
 from backscroll.store import MemoryStore
 from base.clock import now_us, to_us
 from base.config import Config
-from base.errors import UsageError, is_text
+from base.errors import StoreError, UsageError, is_text
 from base.fs import fsync_dir
 from eventlog.contract import EventLog
 from eventlog.events import (
@@ -21,6 +21,7 @@ from eventlog.events import (
     FramesDeleted,
     Origin,
 )
+from projector.state import Deletion
 
 
 def pause(store: MemoryStore, until: datetime | None, origin: Origin = "cli") -> None:
@@ -125,6 +126,18 @@ def append_tombstone(
         )
 
 
+FINISH = "backscroll clear --damaged -y"
+
+
+def stuck(deletion: Deletion) -> str:
+    """One line for a deletion whose purge cannot complete: what is true, the command that
+    finishes it (``discard_damaged``, then the purge tried again) and what stops it."""
+    return (
+        f"deletion #{deletion.offset} is not complete: its frames are hidden, but their bytes "
+        f"remain in the log until `{FINISH}` can finish it: {deletion.problem}"
+    )
+
+
 def check_scope(start: datetime | None, end: datetime | None, app: str | None) -> None:
     """A deletion's scope as given: an empty one is refused, never taken for everything."""
     if app is not None and not app.strip():
@@ -154,7 +167,9 @@ def discard_damaged(store: MemoryStore, origin: Origin = "cli") -> Discarded:
     for folder in {path.parent for path in files}:
         fsync_dir(folder)
     state = store.state()
-    if files or compacted.undecodable or state.damage or state.unapplied:
+    # A purge that could not complete is retried by the views' writer at the next control
+    # event: the daemon's, if it holds them, at this one.
+    if files or compacted.undecodable or state.damage or state.unapplied or state.stuck_deletions():
         store.append(
             DamageDiscarded(
                 ts_us=now_us(),
@@ -177,7 +192,11 @@ def rebuild_views(store: MemoryStore, progress: Callable[[int, int], None] | Non
 def wait_for_completion(
     store: MemoryStore, request: int, tick: Callable[[], None] | None = None
 ) -> int:
-    """Execute the request ourselves when no daemon holds the views, else wait for it."""
+    """Execute the request ourselves when no daemon holds the views, else wait for it.
+
+    Returns once the purge is complete; raises when it cannot complete, its frames hidden
+    (``stuck``): waiting on would wait forever, and returning would say the bytes are gone.
+    """
     import time
 
     while True:
@@ -185,6 +204,8 @@ def wait_for_completion(
         for deletion in store.state().deletions:
             if deletion.offset == request and deletion.completed_us is not None:
                 return deletion.frames
+            if deletion.offset == request and deletion.problem:
+                raise StoreError(stuck(deletion))
         if tick:
             tick()
         time.sleep(0.2)

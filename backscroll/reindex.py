@@ -9,6 +9,7 @@ after the event pointing at the new one is durable.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -18,12 +19,22 @@ from backscroll.record import redact_address, redact_frame, write_thumbnail
 from backscroll.store import MemoryStore
 from base.clock import now_us
 from base.config import Config
-from base.errors import DecryptionError, KeyUnavailableError, LockedError
+from base.errors import (
+    BackscrollError,
+    DecryptionError,
+    DiskFullError,
+    KeyUnavailableError,
+    LockedError,
+    StoreError,
+    is_disk_full,
+)
 from eventlog.events import Event, FrameCaptured, FramesRewritten, ReindexRequested
-from projector.runner import Projector
+from projector.runner import Projector, failure_line
 
 if TYPE_CHECKING:
     from backscroll.crypto import FrameCrypto
+
+log = logging.getLogger(__name__)
 
 
 def reindex(
@@ -65,10 +76,22 @@ def execute(
 
 
 def run_requested(store: MemoryStore, projector: Projector) -> None:
-    """The daemon's side: every reindex requested while it held the views."""
-    for request in store.state().reindexes:
-        if request.completed_us is None:
-            execute(store, projector, request.offset, views_only=request.views_only)
+    """The daemon's side: every reindex requested while it held the views.
+
+    One that cannot be carried out (a segment this version cannot read) is recorded as such
+    and not tried again: raising, it stopped the daemon's projector at every pass, and the
+    ``reindex`` waiting on it waited forever. A full disk still stops it, to be tried again.
+    """
+    for request in projector.state.reindexes:
+        if request.completed_us is None and not request.problem:
+            try:
+                execute(store, projector, request.offset, views_only=request.views_only)
+            except (BackscrollError, OSError) as exc:
+                if isinstance(exc, DiskFullError) or is_disk_full(exc):
+                    raise
+                request.problem = failure_line(exc)
+                log.warning("reindex #%d cannot complete: %s", request.offset, request.problem)
+                projector.state.save(store.layout.views)
 
 
 def _wait_for(store: MemoryStore, request: int) -> dict[str, int]:
@@ -79,6 +102,8 @@ def _wait_for(store: MemoryStore, request: int) -> dict[str, int]:
         for done in store.state().reindexes:
             if done.offset == request and done.completed_us is not None:
                 return {"frames": done.frames}
+            if done.offset == request and done.problem:
+                raise StoreError(f"the reindex could not complete: {done.problem}")
         time.sleep(0.2)
 
 

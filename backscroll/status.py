@@ -14,6 +14,7 @@ from pathlib import Path
 from backscroll import keys
 from backscroll.contract import Counts, DaemonState, DaemonStatus, Status
 from backscroll.heartbeat import read_heartbeat
+from backscroll.manage import stuck
 from backscroll.stats import disk_use, stats
 from backscroll.store import MemoryStore
 from base.clock import now_us
@@ -65,6 +66,7 @@ def collect(store: MemoryStore) -> Status:
         config_weakened=_weakened(state.weakened),
         damage=[_damage(d) for d in state.damage] + _lost(store),
         skipped_events=[f"#{u.offset}: {u.why}" for u in state.unapplied],
+        deletions_stuck=[stuck(d) for d in state.stuck_deletions()],
         backend=backend,
         abilities=abilities,
     )
@@ -125,6 +127,8 @@ def render(info: Status) -> str:
         lines.append(f"  damage:    {damage}")
     for skipped in info.skipped_events:
         lines.append(f"  skipped:   event {skipped}")
+    for line in info.deletions_stuck:
+        lines.append(f"  deletion:  {line}")
     if info.damage or info.skipped_events:
         lines.append(
             "             (`backscroll verify` has the details; `backscroll clear --damaged` "

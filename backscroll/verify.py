@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 from backscroll import keys
+from backscroll.manage import stuck
 from backscroll.store import MemoryStore
 from eventlog.events import FRAME_TYPE, FrameCaptured
 from projector.index import REBUILD, damage
@@ -44,6 +45,7 @@ def verify_store(store: MemoryStore) -> list[str]:
     problems += [
         f"search view of {month} damaged ({why}): {REBUILD}" for month, why in damaged.items()
     ]
+    problems += [stuck(d) for d in state.stuck_deletions()]
     pending = state.pending_deletions()
     searcher = store.searcher()
     applied = min(state.position, manifest.position if manifest else -1)

@@ -79,6 +79,8 @@ class Sealed(NamedTuple):
     header: Header
     damage: str | None
     """Why the header on disk is unreadable: ``header`` then stands in for it."""
+    foreign: bool = False
+    """The header is whole but of a format version this one does not read."""
 
 
 def sealed_or_stand_in(segment: Segment, later: list[Segment]) -> Sealed:
@@ -91,8 +93,14 @@ def sealed_or_stand_in(segment: Segment, later: list[Segment]) -> Sealed:
     with open(segment.path, "rb") as f:
         data = f.read(HEADER.size)
     damage = header_damage(data)
+    foreign = False
     if damage is None:
-        return Sealed(unpack_header(data), None)
+        try:
+            return Sealed(unpack_header(data), None)
+        except CorruptionError as exc:
+            # A whole header of a format this version does not know (a newer one's): read as
+            # far as its blocks check, and rewritten only by the person's ``clear --damaged``.
+            damage, foreign = str(exc), True
     if later:
         end = later[0].base
     else:
@@ -101,7 +109,7 @@ def sealed_or_stand_in(segment: Segment, later: list[Segment]) -> Sealed:
             last = record.offset
         end = max(last + 1, read_next(segment.path.parent) or 0)
     created = int(segment.path.stat().st_mtime * 1_000_000)
-    return Sealed(Header(KIND_SEALED, segment.base, created, end_offset=end), damage)
+    return Sealed(Header(KIND_SEALED, segment.base, created, end_offset=end), damage, foreign)
 
 
 def read_next(folder: Path) -> int | None:

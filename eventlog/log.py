@@ -377,9 +377,10 @@ class Log:
 
         ``select`` picks segments (given the sealed header, or None for the active one).
         The active segment, once changed, is sealed; the next append starts a new one.
-        Records that do not decode pass through as they are, and a rewritten segment's
-        unreadable bytes are kept aside; with ``repair``, segments holding either are
-        rewritten without them (the person's ``clear --damaged``).
+        Records that do not decode pass through as they are; a segment's unreadable bytes
+        are kept aside and the segment rewritten without them. With ``repair``, segments
+        holding records that do not decode are rewritten without them too (the person's
+        ``clear --damaged``).
         """
         try:
             return self._compact(transform, select, repair)
@@ -406,7 +407,14 @@ class Log:
                 problems: list[Problem] = []
                 header = None
                 if segment.sealed:
-                    header, broken = sealed_or_stand_in(segment, segments[i + 1 :])
+                    header, broken, foreign = sealed_or_stand_in(segment, segments[i + 1 :])
+                    if foreign and not repair:
+                        # Rewritten here, its records would be guessed at, or kept aside.
+                        raise CorruptionError(
+                            f"event log segment {segment.path.name}: {broken} (a newer "
+                            "Backscroll wrote it; clear --damaged rewrites it as this one "
+                            "reads it)"
+                        )
                     if broken is not None:
                         # Kept aside and rewritten like any damage: the stand-in replaces it.
                         problems.append(Problem(segment.path.name, 0, None, broken, HEADER.size))
@@ -423,7 +431,11 @@ class Log:
                 end = header.end_offset if header else tail.next_offset
                 records = list(self._segment_records(segment, segment.base, problems))
                 run = rewrite(records, transform, repair)
-                if not run.changed and not (repair and any(p.length for p in problems)):
+                # Unreadable bytes may hold what the transform drops (a deletion's frames):
+                # the segment is rewritten, the bytes kept aside, where a deletion reaches them
+                # (``remove_aside``). Left in place, a deletion was complete with its frames'
+                # text still in the segment.
+                if not run.changed and not any(p.length for p in problems):
                     continue
                 dropped += run.dropped
                 rewritten += run.rewritten

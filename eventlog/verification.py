@@ -59,7 +59,7 @@ def _verify_once(folder: Path, writing: bool) -> list[Problem]:
             gaps.append((name, covered, segment.base - 1))
         if segment.sealed:
             # A damaged header stands in for itself: the blocks are checked all the same.
-            header, broken = sealed_or_stand_in(segment, segments[i + 1 :])
+            header, broken, _ = sealed_or_stand_in(segment, segments[i + 1 :])
             if broken is not None:
                 problems.append(Problem(name, 0, None, f"{broken}: clear --damaged rewrites it"))
         else:

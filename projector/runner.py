@@ -19,7 +19,7 @@ import msgspec
 
 from base import jsontext
 from base.clock import now_us
-from base.errors import LockedError, is_disk_full
+from base.errors import BackscrollError, DiskFullError, LockedError, is_disk_full
 from base.fs import current, ensure_dir, names, write_atomic
 from base.home import Layout
 from eventlog.codec import decode_or_report
@@ -76,6 +76,10 @@ class Projector:
             state = State()
         self.state = state
         self._rebuild = False
+        self._retry = False
+        """A control event was applied (a person's command ran): what stopped a purge may be
+        fixed, so a deletion whose purge failed is tried again. Not at every catch-up: the
+        daemon's would read the whole log for the purge's plan every few seconds."""
 
     def close(self) -> None:
         try:
@@ -113,7 +117,7 @@ class Projector:
             self.rebuild_months(set(self.search.damaged))
             self.search.damaged = {}
         mark = self.log.mark()
-        if mark == self.state.log_mark and not self.state.pending_deletions():
+        if mark == self.state.log_mark and not self._to_purge():
             return 0
         start = self.position + 1
         total = max(0, self.log.next_offset() - start) if progress else 0
@@ -139,7 +143,7 @@ class Projector:
             self._rebuild = False
             self.rebuild_all()
         self.purge_pending()
-        self.state.log_mark = self.log.mark() if self.state.pending_deletions() else mark
+        self.state.log_mark = self.log.mark() if self._to_purge() else mark
         self.state.save(self.layout.views)
         return done
 
@@ -184,6 +188,8 @@ class Projector:
         if isinstance(event, DamageFound):
             # Frames the views hold may be gone from the log: rebuild from what it holds.
             self._rebuild = True
+        if not isinstance(event, FrameCaptured):
+            self._retry = True
         try:
             self._apply(record.offset, event)
         except (ValueError, TypeError, OverflowError) as exc:
@@ -207,9 +213,28 @@ class Projector:
 
     # -- deletion --------------------------------------------------------------------------
 
+    def _to_purge(self) -> list[Deletion]:
+        return [d for d in self.state.pending_deletions() if self._retry or not d.problem]
+
     def purge_pending(self) -> None:
-        for deletion in self.state.pending_deletions():
-            self.purge(deletion)
+        """Purge every pending deletion. One whose purge cannot complete (a segment this
+        version cannot read, a file it may not open) stays pending with its frames hidden
+        (the tombstone hides them from every read), and its problem is recorded for
+        ``status``, ``verify`` and the command that asked: it must not stop every later
+        writer, as it did (every command that writes failed on it). A full disk is not
+        such a problem: it stops the writer, which says so."""
+        deletions, self._retry = self._to_purge(), False
+        for deletion in deletions:
+            try:
+                self.purge(deletion)
+            except (BackscrollError, OSError) as exc:
+                if isinstance(exc, DiskFullError) or is_disk_full(exc):
+                    raise
+                deletion.problem = failure_line(exc)
+                log.warning(
+                    "deletion #%d: its purge cannot complete: %s", deletion.offset, deletion.problem
+                )
+                self.state.save(self.layout.views)
 
     def purge(self, deletion: Deletion) -> None:
         """Compact the frames away, rebuild the months they were in, remove thumbnails.
@@ -336,6 +361,14 @@ class Projector:
         if progress:
             progress(done, max(done, total))
         self.purge_pending()
+
+
+def failure_line(exc: BaseException) -> str:
+    """One line naming what stopped a purge or a reindex."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    return str(exc) or type(exc).__name__
 
 
 def _try_lock(path: Path) -> int:

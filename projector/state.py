@@ -119,6 +119,8 @@ class Deletion(msgspec.Struct):
     origin: str
     completed_us: int | None = None
     frames: int = 0
+    problem: str = ""
+    """Why its purge could not complete when last tried (the frames stay hidden), or ""."""
 
 
 class Reindex(msgspec.Struct):
@@ -127,6 +129,8 @@ class Reindex(msgspec.Struct):
     views_only: bool
     completed_us: int | None = None
     frames: int = 0
+    problem: str = ""
+    """Why the views' writer could not carry it out (it is not tried again), or ""."""
 
 
 class Weakened(msgspec.Struct):
@@ -221,6 +225,7 @@ class State(msgspec.Struct):
                 for deletion in self.deletions:
                     if deletion.offset == event.request_id:
                         deletion.completed_us, deletion.frames = event.ts_us, event.frames
+                        deletion.problem = ""
             case ReindexRequested():
                 self.reindexes.append(Reindex(offset, event.ts_us, event.views_only))
             case FramesRewritten():
@@ -273,6 +278,10 @@ class State(msgspec.Struct):
 
     def pending_deletions(self) -> list[Deletion]:
         return [d for d in self.deletions if d.completed_us is None]
+
+    def stuck_deletions(self) -> list[Deletion]:
+        """Pending deletions whose purge could not complete when last tried."""
+        return [d for d in self.pending_deletions() if d.problem]
 
     def save(self, root: Path) -> None:
         write_atomic(root / STATE_FILE, msgspec.msgpack.encode(self))

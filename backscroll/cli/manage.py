@@ -169,7 +169,8 @@ def clear(
     yes: Annotated[bool, typer.Option("-y", "--yes", help="Do not ask for confirmation.")] = False,
     home: Home = None,
 ) -> None:
-    """Delete frames (everything when no scope is given); returns when the purge is done."""
+    """Delete frames (everything when no scope is given); returns when the purge is done, or
+    exits 1 saying why it cannot be."""
     from backscroll import answer
     from backscroll.manage import check_scope
 

@@ -227,6 +227,9 @@ class Status(Counts, Answer, kw_only=True, tag="status"):
     """The running daemon's capture backend, else the one ``start`` would choose here
     (None: none; ``abilities`` says why)."""
     abilities: list[str]
+    deletions_stuck: list[str] = []
+    """A line for each deletion whose purge could not complete: its frames hidden, what
+    stops it and the command that finishes it."""
 
 
 class PauseAnswer(Answer, kw_only=True, tag="pause"):
