@@ -258,7 +258,8 @@ def test_no_cli_option_of_a_use_case_declares_a_range_of_its_own() -> None:
     from backscroll.cli.app import app
 
     commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
-    uses = ["search", "timeline", "show", "status", "pause", "resume", "config", "clear", "export"]
+    uses = ["search", "timeline", "show", "status", "log", "verify", "pause", "resume", "config"]
+    uses += ["clear", "export", "import", "reindex"]
     for command in [commands[u] for u in uses] + list(commands["deny"].commands.values()):
         for param in command.params:
             assert not isinstance(param.type, IntRange | FloatRange), (command.name, param.name)
