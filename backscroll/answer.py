@@ -12,11 +12,13 @@ surface says it in its own words). Each call works on a store its caller opened.
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 from backscroll.contract import (
+    AuditEntry,
     ConfigAnswer,
     ConfigRequest,
     DeleteAnswer,
@@ -26,10 +28,14 @@ from backscroll.contract import (
     ExportAnswer,
     ExportRequest,
     Frame,
+    ImportRequest,
+    LogAnswer,
+    LogRequest,
     Match,
     Origin,
     PauseAnswer,
     PauseRequest,
+    ReindexRequest,
     ResumeAnswer,
     SearchAnswer,
     SearchRequest,
@@ -38,11 +44,13 @@ from backscroll.contract import (
     Status,
     TimelineAnswer,
     TimelineRequest,
+    VerifyAnswer,
     local,
 )
 from base.errors import NotFoundError, UsageError
 
 if TYPE_CHECKING:
+    from backscroll.importer import ImportResult
     from backscroll.store import MemoryStore
 
 A = TypeVar("A")
@@ -140,6 +148,42 @@ def status(store: MemoryStore) -> Reply[Status]:
     return Reply(info, render(info))
 
 
+def audit_log(store: MemoryStore, request: LogRequest) -> LogAnswer:
+    """The audit trail: control events newest first, each daemon run that never stopped
+    marked ``crashed``."""
+    import msgspec
+
+    from backscroll.audit import audit, crashed_runs
+
+    start, _ = time_span(request.since, None)
+    kinds = sorted(set(request.kind)) if request.kind else None
+    events = audit(store, start, set(kinds) if kinds else None)
+    crashed = crashed_runs(store)
+    entries = []
+    for offset, event in events:
+        detail = msgspec.to_builtins(event)
+        kind, ts_us = detail.pop("k"), detail.pop("ts_us")
+        detail.pop("v", None)  # the event's format version: the log's business, not the trail's
+        entries.append(
+            AuditEntry(
+                offset=offset,
+                kind=kind,
+                time=local(datetime.fromtimestamp(ts_us / 1e6, UTC)),
+                crashed=offset in crashed,
+                detail=detail,
+            )
+        )
+    return LogAnswer(since=_at(start), kinds=kinds, events=entries)
+
+
+def verify(store: MemoryStore) -> VerifyAnswer:
+    """Every segment, thumbnail and view checked against the log (``backscroll.verify``)."""
+    from backscroll.verify import verify_store
+
+    problems = verify_store(store)
+    return VerifyAnswer(healthy=not problems, problems=problems)
+
+
 def pause(store: MemoryStore, request: PauseRequest, origin: Origin) -> PauseAnswer:
     from backscroll.manage import pause as pause_
     from backscroll.manage import pause_until
@@ -232,6 +276,31 @@ def export(store: MemoryStore, request: ExportRequest) -> ExportAnswer:
         thumbnails=result.thumbnails,
         incomplete=store.views.incomplete(),
     )
+
+
+def import_frames(
+    store: MemoryStore,
+    request: ImportRequest,
+    lines: Iterable[str],
+    progress: Callable[[int], None] | None = None,
+) -> ImportResult:
+    """Append the frames of ``lines``, read from ``request.source`` by the caller (which may
+    be standard input), checked whole before any is appended (``importer``)."""
+    from backscroll.importer import import_frames as import_
+
+    return import_(store, lines, skip_bad=request.skip_bad, progress=progress)
+
+
+def reindex(
+    store: MemoryStore,
+    request: ReindexRequest,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, int]:
+    """Rewrite every stored frame under the current config, or only rebuild the views; what
+    changed, by kind (nothing for the views alone)."""
+    from backscroll.reindex import reindex as reindex_
+
+    return reindex_(store, views_only=request.views_only, progress=progress)
 
 
 def _noted(text: str, answer: SearchAnswer | TimelineAnswer) -> str:

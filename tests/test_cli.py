@@ -113,7 +113,7 @@ def test_pause_and_resume_show_in_status_and_the_audit_log(
     _, out, _ = run(capsys, "status")
     assert "capture:   active" in out
     _, out, _ = run(capsys, "log", "--kind", "pause", "--kind", "resume", "--json")
-    assert [row["k"] for row in json.loads(out)] == ["resume", "pause"]
+    assert [entry["kind"] for entry in json.loads(out)["events"]] == ["resume", "pause"]
 
 
 def test_pause_toggle_pauses_then_resumes_for_a_compositor_key_binding(
@@ -160,7 +160,7 @@ def test_clear_by_app_leaves_no_trace_of_the_frames(
             data = Path(root, name).read_bytes()
             assert b"quokka" not in data, name
     _, out, _ = run(capsys, "log", "--kind", "delete", "--json")
-    assert json.loads(out)[0]["app"] == "slack"
+    assert json.loads(out)["events"][0]["detail"]["app"] == "slack"
     code, out, _ = run(capsys, "reindex", "--views-only")
     _, out, _ = run(capsys, "search", "quokka", "--json")
     assert json.loads(out)["matches"] == []

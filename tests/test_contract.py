@@ -20,6 +20,7 @@ from backscroll.contract import (
     DenyAnswer,
     ExportAnswer,
     ExportFile,
+    LogAnswer,
     PauseAnswer,
     Refusal,
     ResumeAnswer,
@@ -28,6 +29,7 @@ from backscroll.contract import (
     ShowAnswer,
     Status,
     TimelineAnswer,
+    VerifyAnswer,
     parse,
 )
 from backscroll.contract.screen_memory import RecentContext, RecentStretches, ScreenMemoryStatus
@@ -38,7 +40,7 @@ from backscroll.store import MemoryStore
 from eventlog import events
 from tests.helpers import run
 
-Read = SearchAnswer | ShowAnswer | TimelineAnswer | Status
+Read = SearchAnswer | ShowAnswer | TimelineAnswer | Status | LogAnswer | VerifyAnswer
 Manage = PauseAnswer | ResumeAnswer | DenyAnswer | ConfigAnswer | DeleteAnswer | ExportAnswer
 
 FRAMES = [
@@ -88,6 +90,14 @@ def test_every_cli_answer_is_its_struct(home: Path, capsys: pytest.CaptureFixtur
     assert isinstance(strictly(cli_json(capsys, "status"), Read), Status)
     configured = strictly(cli_json(capsys, "config", "--retention", "20"), Manage)
     assert isinstance(configured, ConfigAnswer) and configured.changed == ["retention_days"]
+    trail = strictly(cli_json(capsys, "log"), Read)
+    assert isinstance(trail, LogAnswer) and trail.kinds is None
+    assert [e.kind for e in trail.events][:1] == ["config"]
+    assert trail.events[0].detail["config"]["retention_days"] == 20
+    asked = strictly(cli_json(capsys, "log", "--kind", "config", "--since", "2026-01-01"), Read)
+    assert isinstance(asked, LogAnswer) and asked.kinds == ["config"] and asked.since is not None
+    checked = strictly(cli_json(capsys, "verify"), Read)
+    assert isinstance(checked, VerifyAnswer) and checked.healthy and checked.problems == []
 
 
 # Each MCP call and the Struct its answer is.
@@ -179,6 +189,23 @@ def test_a_request_is_refused_in_the_same_words_everywhere(
     assert asyncio.run(ask()).structured_content == {"error": said, "action": "search"}
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("log", "--kind", " "), "kind: must not be empty or blank"),
+        (("log", *["--kind", "pause"] * 33), "kind: expected `array` of length <= 32"),
+        (("log", "--kind", "nope"), "unknown event kind 'nope'"),
+        (("import", "a\x00b"), "source: must not hold a NUL character"),
+        (("import", "  "), "source: must not be empty or blank"),
+    ],
+)
+def test_log_and_import_refuse_what_their_request_does_not_take(
+    home: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...], said: str
+) -> None:
+    code, _, err = run(capsys, *args)
+    assert code != 0 and said in err and len(err.strip().splitlines()) == 1
+
+
 def test_the_cli_options_and_the_mcp_arguments_share_their_descriptions() -> None:
     import typer.main
 
@@ -231,7 +258,8 @@ def test_no_cli_option_of_a_use_case_declares_a_range_of_its_own() -> None:
     from backscroll.cli.app import app
 
     commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
-    uses = ["search", "timeline", "show", "status", "pause", "resume", "config", "clear", "export"]
+    uses = ["search", "timeline", "show", "status", "log", "verify", "pause", "resume", "config"]
+    uses += ["clear", "export", "import", "reindex"]
     for command in [commands[u] for u in uses] + list(commands["deny"].commands.values()):
         for param in command.params:
             assert not isinstance(param.type, IntRange | FloatRange), (command.name, param.name)

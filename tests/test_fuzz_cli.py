@@ -592,7 +592,7 @@ def answers(after: Ran) -> None:
     assert status.code == 0, f"after:{after.shown()}\nthen:{status.shown()}"
     shown = strict_json(status)
     for key in ("interval_seconds", "poll_seconds", "min_interval_seconds", "retention_days"):
-        # emit_json writes a NaN or an infinity as null
+        # the contract's encode writes a NaN or an infinity as null
         assert isinstance(shown[key], int | float), f"after:{after.shown()}\nthen:{status.shown()}"
     search = run("search", "econnrefused")
     assert search.code == 0, f"after:{after.shown()}\nthen:{search.shown()}"

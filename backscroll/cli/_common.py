@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import math
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -45,7 +42,7 @@ def open_store(home: Path | None, *, write: bool = False, catch_up: bool = True)
     return MemoryStore(home, write=write, catch_up=catch_up)
 
 
-def ask(kind: type[R], **arguments: Any) -> R:
+def ask(kind: type[R], /, **arguments: Any) -> R:
     """The command's arguments as a request of the contract, checked by it."""
     return contract.parse(kind, arguments)
 
@@ -53,31 +50,6 @@ def ask(kind: type[R], **arguments: Any) -> R:
 def reply(answer: msgspec.Struct, text: str, json: bool) -> None:
     """A read's answer: its JSON (the contract's shape) or its text."""
     typer.echo(contract.encode(answer) if json else text)
-
-
-def emit_json(data: Any) -> None:
-    """Strict JSON, whatever ``data`` holds: a float that JSON cannot write (NaN, an
-    infinity) is null, where Python's own ``Infinity`` would break every other parser."""
-
-    def default(value: Any) -> Any:
-        if isinstance(value, datetime):
-            return value.isoformat()
-        if isinstance(value, bytes):
-            return None
-        raise TypeError(type(value).__name__)
-
-    json.dump(_finite(data), sys.stdout, default=default, indent=2, ensure_ascii=False)
-    sys.stdout.write("\n")
-
-
-def _finite(data: Any) -> Any:
-    if isinstance(data, float):
-        return data if math.isfinite(data) else None
-    if isinstance(data, dict):
-        return {key: _finite(value) for key, value in data.items()}
-    if isinstance(data, list | tuple):
-        return [_finite(value) for value in data]
-    return data
 
 
 def on_off(value: str | None, name: str) -> bool | None:

@@ -209,9 +209,7 @@ def _clear_damaged(home: Path | None, yes: bool) -> None:
 
 
 def reindex(
-    views_only: Annotated[
-        bool, typer.Option("--views-only", help="Only rebuild the views from the log.")
-    ] = False,
+    views_only: Annotated[bool, typer.Option("--views-only", help=contract.VIEWS_ONLY)] = False,
     yes: Annotated[bool, typer.Option("-y", "--yes", help="Do not ask for confirmation.")] = False,
     home: Home = None,
 ) -> None:
@@ -219,51 +217,49 @@ def reindex(
     the views); safe to interrupt and run again."""
     from rich.progress import Progress
 
-    from backscroll.manage import rebuild_views
-    from backscroll.reindex import reindex as rewrite
+    from backscroll import answer
 
-    if not views_only and not yes:
+    request = ask(contract.ReindexRequest, views_only=views_only)
+    if not request.views_only and not yes:
         typer.confirm("Rewrite every stored frame under the current config?", abort=True)
     with open_store(home, write=True, catch_up=False) as store, Progress(transient=True) as bar:
-        task = bar.add_task("rebuilding views" if views_only else "rewriting frames", total=None)
+        task = bar.add_task(
+            "rebuilding views" if request.views_only else "rewriting frames", total=None
+        )
 
         def step(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        if views_only:
-            rebuild_views(store, step)
-            typer.echo("views rebuilt")
-            return
-        counts = rewrite(store, progress=step)
-    typer.echo("reindexed: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        counts = answer.reindex(store, request, step)
+    if request.views_only:
+        typer.echo("views rebuilt")
+    else:
+        typer.echo("reindexed: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 
 
 def import_(
-    source: Annotated[
-        str, typer.Argument(metavar="FILE|-", help="JSON Lines: ts, app, title, text.")
-    ],
-    skip_bad: Annotated[
-        bool, typer.Option("--skip-bad", help="Go on past malformed lines.")
-    ] = False,
+    source: Annotated[str, typer.Argument(metavar="FILE|-", help=contract.SOURCE)],
+    skip_bad: Annotated[bool, typer.Option("--skip-bad", help=contract.SKIP_BAD)] = False,
     home: Home = None,
 ) -> None:
     """Append frames from JSON Lines (ts, app, title, text, text_source, image, url)."""
     from rich.progress import Progress
 
-    from backscroll.importer import import_frames
+    from backscroll import answer
 
-    if source != "-" and not Path(source).is_file():
-        raise UsageError(f"no such file: {source}")
+    request = ask(contract.ImportRequest, source=source, skip_bad=skip_bad)
+    if request.source != "-" and not Path(request.source).is_file():
+        raise UsageError(f"no such file: {request.source}")
     # Bytes that are not UTF-8 reach the parser as surrogates, which refuses their line.
     stream = (
         io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
-        if source == "-"
-        else Path(source).open(encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
+        if request.source == "-"
+        else Path(request.source).open(encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
     )
     with stream, open_store(home, write=True) as store, Progress(transient=True) as bar:
         task = bar.add_task("importing", total=None)
-        result = import_frames(
-            store, stream, skip_bad=skip_bad, progress=lambda n: bar.update(task, completed=n)
+        result = answer.import_frames(
+            store, request, stream, progress=lambda n: bar.update(task, completed=n)
         )
     for line in result.skipped:
         typer.echo(f"skipped {line}", err=True)

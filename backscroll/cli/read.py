@@ -15,7 +15,6 @@ from backscroll.cli._common import (
     Since,
     Until,
     ask,
-    emit_json,
     note_lag,
     open_store,
     reply,
@@ -117,61 +116,39 @@ def status(home: Home = None, json: Json = False) -> None:
 
 def audit_log(
     since: Since = None,
-    kind: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--kind",
-            help="Event kind (repeatable): "
-            "config, pause, resume, delete, purged, reindex, rewritten, dstart, dstop, key.",
-        ),
-    ] = None,
+    kind: Annotated[list[str] | None, typer.Option("--kind", help=contract.KIND)] = None,
     home: Home = None,
     json: Json = False,
 ) -> None:
     """Control events newest first: the audit trail (scopes, never content)."""
-    import msgspec
-
     from backscroll import answer
-    from backscroll.audit import audit, crashed_runs
     from query.render import stamp
 
-    start, _ = answer.time_span(since, None)
+    request = ask(contract.LogRequest, since=since, kind=kind)
     with open_store(home) as store:
-        events = audit(store, start, set(kind) if kind else None)
-        crashed = crashed_runs(store)
-    rows = []
-    for offset, event in events:
-        data = msgspec.to_builtins(event)
-        if offset in crashed:
-            data["crashed"] = True  # no stop before the next start: killed or crashed
-        rows.append({"offset": offset, **data})
+        trail = answer.audit_log(store, request)
     if json:
-        emit_json(rows)
+        typer.echo(contract.encode(trail))
         return
-    from datetime import UTC, datetime
-
-    for row in rows:
-        when = datetime.fromtimestamp(row.pop("ts_us") / 1e6, UTC)
-        kind_ = row.pop("k")
-        row.pop("v", None)
-        offset = row.pop("offset")
-        note = " (crashed: no stop before the next start)" if row.pop("crashed", 0) else ""
-        detail = "  ".join(f"{k}={v}" for k, v in row.items() if v not in (None, [], {}, ""))
-        detail += note
-        typer.echo(f"#{offset:<6} {stamp(when)}  {kind_:<9} {detail}")
+    for entry in trail.events:
+        shown = {k: v for k, v in entry.detail.items() if v not in (None, [], {}, "")}
+        detail = "  ".join(f"{k}={v}" for k, v in shown.items())
+        if entry.crashed:
+            detail += " (crashed: no stop before the next start)"
+        typer.echo(f"#{entry.offset:<6} {stamp(entry.time)}  {entry.kind:<9} {detail}")
 
 
 def verify(home: Home = None, json: Json = False) -> None:
     """Check every segment, thumbnail and view against the log; exit 1 with a report."""
-    from backscroll.verify import verify_store
+    from backscroll import answer
 
     with open_store(home) as store:
-        problems = verify_store(store)
+        checked = answer.verify(store)
     if json:
-        emit_json({"healthy": not problems, "problems": problems})
+        typer.echo(contract.encode(checked))
     else:
-        for problem in problems:
+        for problem in checked.problems:
             typer.echo(problem)
-        typer.echo("healthy" if not problems else f"{len(problems)} problem(s)")
-    if problems:
+        typer.echo("healthy" if checked.healthy else f"{len(checked.problems)} problem(s)")
+    if not checked.healthy:
         raise typer.Exit(1)

@@ -105,6 +105,9 @@ def arguments() -> list[str]:
         "config": contract.ConfigRequest,
         "delete": contract.DeleteRequest,
         "export": contract.ExportRequest,
+        "log": contract.LogRequest,
+        "import": contract.ImportRequest,
+        "reindex": contract.ReindexRequest,
     }
     lines = ["Arguments of each use case, for the CLI and the agent tools (backscroll/contract/):"]
     for use, kind in requests.items():
@@ -128,6 +131,9 @@ def _kind(field: dict[str, Any]) -> str:
             shown.append("|".join(str(v) for v in kind["enum"]))
         elif "minimum" in kind:
             shown.append(f"{kind['type']} {kind['minimum']}..{kind['maximum']}")
+        elif kind.get("type") == "array":
+            most = kind.get("maxItems")
+            shown.append(f"list of at most {most}" if most is not None else "list")
         elif kind.get("pattern"):
             shown.append("text (not blank)")
         else:

@@ -232,6 +232,32 @@ class Status(Counts, Answer, kw_only=True, tag="status"):
     stops it and the command that finishes it."""
 
 
+class AuditEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A control event of the audit trail: where it is in the log, its kind and time, and its
+    own fields (scopes, never content), which differ by kind."""
+
+    offset: int
+    kind: str
+    time: Time
+    crashed: bool = False
+    """A daemon start with no stop before the next start: killed or crashed."""
+    detail: dict[str, Any]
+
+
+class LogAnswer(Answer, kw_only=True, tag="log"):
+    since: Time | None
+    kinds: list[str] | None
+    """The kinds asked for; None: every kind."""
+    events: list[AuditEntry]
+    """Newest first."""
+
+
+class VerifyAnswer(Answer, kw_only=True, tag="verify"):
+    healthy: bool
+    problems: list[str]
+    """One line each, with the command that mends it where there is one."""
+
+
 class PauseAnswer(Answer, kw_only=True, tag="pause"):
     until: Time | None
     """None: until resumed."""
@@ -277,7 +303,14 @@ class Refusal(msgspec.Struct, kw_only=True, omit_defaults=True):
     approved: bool | None = None
 
 
-READ_ANSWERS: tuple[type[Answer], ...] = (SearchAnswer, ShowAnswer, TimelineAnswer, Status)
+READ_ANSWERS: tuple[type[Answer], ...] = (
+    SearchAnswer,
+    ShowAnswer,
+    TimelineAnswer,
+    Status,
+    LogAnswer,
+    VerifyAnswer,
+)
 MANAGE_ANSWERS: tuple[type[Answer], ...] = (
     PauseAnswer,
     ResumeAnswer,

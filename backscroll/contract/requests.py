@@ -27,6 +27,7 @@ from backscroll.contract.words import (
     HOTKEY,
     INCLUDE_IMAGE,
     INTERVAL,
+    KIND,
     MATCHING,
     MAX_EXPORT,
     MAX_FRAME_ID,
@@ -39,11 +40,14 @@ from backscroll.contract.words import (
     RETENTION,
     SEARCH_LIMIT,
     SINCE,
+    SKIP_BAD,
+    SOURCE,
     STORAGE_CAP,
     THUMBNAILS,
     TIMELINE_LIMIT,
     TRIGGER,
     UNTIL,
+    VIEWS_ONLY,
 )
 from base.errors import UsageError
 
@@ -80,6 +84,10 @@ class Request(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             value = getattr(self, name)
             if isinstance(value, str) and name not in self.file_names:
                 _check_unicode(name, value)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, str):
+                        _check_unicode(name, item)
             elif isinstance(value, float) and not math.isfinite(value):
                 raise ValueError(f"{name}: must be a finite number, not {value}")
 
@@ -118,6 +126,18 @@ class ShowRequest(Request):
 
 
 class StatusRequest(Request):
+    pass
+
+
+class LogRequest(Request):
+    since: Since = None
+    # 32: more than there are kinds of control event, each asked for once
+    kind: Annotated[Annotated[list[Text], Meta(max_length=32)] | None, Meta(description=KIND)] = (
+        None
+    )
+
+
+class VerifyRequest(Request):
     pass
 
 
@@ -187,6 +207,21 @@ class ExportRequest(Request):
         super().check()
         if self.path is not None and "\x00" in self.path:
             raise ValueError("path: must not hold a NUL character (no folder name can)")
+
+
+class ImportRequest(Request):
+    file_names = frozenset({"source"})
+    source: Annotated[Text, Meta(description=SOURCE)]
+    skip_bad: Annotated[bool, Meta(description=SKIP_BAD)] = False
+
+    def check(self) -> None:
+        super().check()
+        if "\x00" in self.source:
+            raise ValueError("source: must not hold a NUL character (no file name can)")
+
+
+class ReindexRequest(Request):
+    views_only: Annotated[bool, Meta(description=VIEWS_ONLY)] = False
 
 
 R = TypeVar("R", bound=Request)

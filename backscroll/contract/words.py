@@ -45,3 +45,10 @@ ENCRYPT_THUMBNAILS = "Encrypt new thumbnails."
 HOTKEY = "Pause hotkey, e.g. '<ctrl>+<alt>+m' ('' = off)."
 BACKEND = "Capture backend: auto, x11, wlroots or gnome."
 ANNOUNCE = "Tell apps to publish their text (AT-SPI IsEnabled)."
+KIND = (
+    "Event kind (repeatable): "
+    "config, pause, resume, delete, purged, reindex, rewritten, dstart, dstop, key."
+)
+SOURCE = "JSON Lines: ts, app, title, text."
+SKIP_BAD = "Go on past malformed lines."
+VIEWS_ONLY = "Only rebuild the views from the log."
