@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -9,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from io import BytesIO
 from pathlib import Path
@@ -422,51 +424,61 @@ def test_a_locked_keyring_pauses_capture_with_the_reason_and_stores_nothing(
     assert daemon.frames() == []  # never a fall-back to plaintext or to a new key
 
 
+@contextlib.contextmanager
+def recording_beside_its_own_display(
+    home: Path, line: str, title: str
+) -> Iterator[tuple[Desktop, Daemon]]:
+    """A daemon that has recorded one frame of an xterm showing ``line``, on a desktop of
+    its own: the session's X server must outlive the tests that stop theirs."""
+    with headless_desktop() as desk:
+        daemon = Daemon.of(desk.daemon_env, home)
+        try:
+            daemon.cli(*FAST)
+            window = desk.open_xterm([line], title)
+            desk.activate(window.window_id)
+            daemon.start()
+            wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+            yield desk, daemon
+        finally:
+            daemon.close()
+
+
 def test_a_display_that_goes_away_pauses_capture_and_it_resumes_when_it_comes_back(
     backscroll_home: Path,
 ) -> None:
-    # A desktop of its own: the session's X server must outlive this test.
-    with headless_desktop() as desk:
-        daemon = Daemon.of(desk.daemon_env, backscroll_home)
-        try:
-            daemon.cli(*FAST)
-            before = desk.open_xterm(["before the display went away"], "before")
-            desk.activate(before.window_id)
-            daemon.start()
-            wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
+    with recording_beside_its_own_display(
+        backscroll_home, "before the display went away", "before"
+    ) as (desk, daemon):
+        desk.stop_x_server()
+        problem = wait_for(lambda: daemon.status()["daemon"].get("problem"), "the reason")
+        assert problem.startswith("display unavailable")
+        status = daemon.status()["daemon"]
+        assert (status["state"], status["last_outcome"]) == ("running", "paused")
+        assert daemon.process is not None and daemon.process.poll() is None
+        assert daemon.cli("verify").strip().endswith("healthy")
+        # Kept away past a reconnection attempt, which fails and is made again later.
+        wait_for(
+            lambda: "cannot open" in (daemon.status()["daemon"].get("problem") or ""),
+            "a failed reconnection",
+            RETRY_SECONDS + 5,
+        )
+        assert daemon.status()["daemon"]["hotkey_problem"] == "the display went away"
 
-            desk.stop_x_server()
-            problem = wait_for(lambda: daemon.status()["daemon"].get("problem"), "the reason")
-            assert problem.startswith("display unavailable")
-            status = daemon.status()["daemon"]
-            assert (status["state"], status["last_outcome"]) == ("running", "paused")
-            assert daemon.process is not None and daemon.process.poll() is None
-            assert daemon.cli("verify").strip().endswith("healthy")
-            # Kept away past a reconnection attempt, which fails and is made again later.
-            wait_for(
-                lambda: "cannot open" in (daemon.status()["daemon"].get("problem") or ""),
-                "a failed reconnection",
-                RETRY_SECONDS + 5,
-            )
-            assert daemon.status()["daemon"]["hotkey_problem"] == "the display went away"
-
-            desk.restart_x_server()
-            after = desk.open_xterm(["after the display came back"], "after")
-            desk.activate(after.window_id)
-            wait_for(lambda: daemon.frames()[-1].title == "after", "a frame of the new display")
-            status = daemon.status()["daemon"]
-            assert (status.get("problem"), status.get("hotkey_problem")) == (None, None)
-            assert len(daemon.frames()) == 2
-            # The pause hotkey listens on the new display too.
-            desk.run(["xdotool", "key", "ctrl+shift+alt+p"])
-            wait_for(lambda: daemon.status()["capture"].startswith("paused"), "the hotkey")
-            daemon.stop()
-            assert daemon.cli("verify").strip().endswith("healthy")
-            logged = daemon.log.read_text()
-            assert "capture paused: display unavailable" in logged
-            assert "Traceback" not in logged
-        finally:
-            daemon.close()
+        desk.restart_x_server()
+        after = desk.open_xterm(["after the display came back"], "after")
+        desk.activate(after.window_id)
+        wait_for(lambda: daemon.frames()[-1].title == "after", "a frame of the new display")
+        status = daemon.status()["daemon"]
+        assert (status.get("problem"), status.get("hotkey_problem")) == (None, None)
+        assert len(daemon.frames()) == 2
+        # The pause hotkey listens on the new display too.
+        desk.run(["xdotool", "key", "ctrl+shift+alt+p"])
+        wait_for(lambda: daemon.status()["capture"].startswith("paused"), "the hotkey")
+        daemon.stop()
+        assert daemon.cli("verify").strip().endswith("healthy")
+        logged = daemon.log.read_text()
+        assert "capture paused: display unavailable" in logged
+        assert "Traceback" not in logged
 
 
 def test_windows_destroyed_under_the_probe_cost_nothing_and_capture_goes_on(
@@ -585,23 +597,16 @@ def test_a_deletion_while_the_display_is_away_ends_the_ocr_worker_at_once(
 ) -> None:
     # The probe loop's reconnection attempts did not look at deletions: the OCR worker kept
     # the deleted lines for as long as the display stayed away.
-    with headless_desktop() as desk:
-        daemon = Daemon.of(desk.daemon_env, backscroll_home)
-        try:
-            daemon.cli(*FAST)
-            window = desk.open_xterm(["a line deleted while the display is away"], "away")
-            desk.activate(window.window_id)
-            daemon.start()
-            assert daemon.process is not None
-            wait_for(lambda: len(daemon.frames()) == 1, "the first frame")
-            [before] = ocr_workers(daemon.process.pid)
-            desk.stop_x_server()
-            wait_for(lambda: daemon.status()["daemon"].get("problem"), "the display gone")
-            daemon.cli("clear", "-y")
-            wait_for(lambda: before not in ocr_workers(daemon.process.pid), "the worker ended")
-            assert daemon.status()["daemon"]["problem"].startswith("display unavailable")
-        finally:
-            daemon.close()
+    with recording_beside_its_own_display(
+        backscroll_home, "a line deleted while the display is away", "away"
+    ) as (desk, daemon):
+        assert daemon.process is not None
+        [before] = ocr_workers(daemon.process.pid)
+        desk.stop_x_server()
+        wait_for(lambda: daemon.status()["daemon"].get("problem"), "the display gone")
+        daemon.cli("clear", "-y")
+        wait_for(lambda: before not in ocr_workers(daemon.process.pid), "the worker ended")
+        assert daemon.status()["daemon"]["problem"].startswith("display unavailable")
 
 
 def locked_by_another(path: Path) -> bool:
