@@ -50,6 +50,7 @@ from backscroll.contract import (
 from base.errors import NotFoundError, UsageError
 
 if TYPE_CHECKING:
+    from backscroll.contract.summary import SummaryAnswer, SummaryRequest
     from backscroll.importer import ImportResult
     from backscroll.store import MemoryStore
 
@@ -123,6 +124,28 @@ def timeline(store: MemoryStore, request: TimelineRequest) -> Reply[TimelineAnsw
         incomplete=store.views.incomplete(),
     )
     return Reply(answer, _noted(timeline_text(hits, start, end, app, why), answer))
+
+
+def summary(store: MemoryStore, request: SummaryRequest) -> Reply[SummaryAnswer]:
+    """Time per app and per window or site over the span (default: today), longest first,
+    and the strip of which app held the screen (``query.activity``)."""
+    from backscroll.summary import answer_of, summary_text
+    from base.clock import now_us
+    from query.activity import frames_in, gap_for, summarize
+    from query.search import TimeSpan
+
+    start, end = time_span(request.since or "today", request.until)
+    assert start is not None  # a since is always given
+    now = datetime.fromtimestamp(now_us() / 1_000_000, UTC)
+    end = end or now
+    gap = gap_for(store.config.interval_seconds)
+    frames = frames_in(store.views, TimeSpan(start, end))
+    activity = summarize(frames, start, end, gap, request.app, now=now)
+    why = None if activity.frames else store.why_empty(start, end, request.app)
+    reply = answer_of(
+        activity, start, end, request.app, request.limit, gap, why, store.views.incomplete()
+    )
+    return Reply(reply, _noted(summary_text(reply), reply))
 
 
 def show(store: MemoryStore, request: ShowRequest) -> Shown:
@@ -303,7 +326,7 @@ def reindex(
     return reindex_(store, views_only=request.views_only, progress=progress)
 
 
-def _noted(text: str, answer: SearchAnswer | TimelineAnswer) -> str:
+def _noted(text: str, answer: SearchAnswer | TimelineAnswer | SummaryAnswer) -> str:
     """The text, with the answer's note that it is incomplete last, where it is."""
     return f"{text}\nincomplete: {answer.incomplete}" if answer.incomplete else text
 

@@ -47,6 +47,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("memory", {"action": "timeline"}),
     ("memory", {"action": "timeline", "since": "2020-01-01", "until": "2020-01-02"}),
     ("memory", {"action": "status"}),
+    ("memory", {"action": "summary", "since": "2020-01-01", "until": "2030-01-01"}),
     ("memory", {"action": "show", "id": 424242}),  # refused
     ("memory", {"action": "search"}),  # refused: no query
     ("screen_memory_status", {}),

@@ -87,6 +87,7 @@ if TYPE_CHECKING:
         parse,
         shown_number,
     )
+    from backscroll.contract.summary import SummaryAnswer, SummaryRequest
     from backscroll.contract.words import (
         ANNOUNCE,
         APP,
@@ -109,6 +110,7 @@ if TYPE_CHECKING:
         MAX_EXPORT,
         MAX_FRAME_ID,
         MAX_LIMIT,
+        MAX_SUMMARY_LIMIT,
         MAX_TIMELINE_LIMIT,
         MIN_INTERVAL,
         POLL,
@@ -120,6 +122,8 @@ if TYPE_CHECKING:
         SKIP_BAD,
         SOURCE,
         STORAGE_CAP,
+        SUMMARY_LIMIT,
+        SUMMARY_SINCE,
         THUMBNAILS,
         TIMELINE_LIMIT,
         TRIGGER,
@@ -150,6 +154,7 @@ __all__ = [
     "MAX_EXPORT",
     "MAX_FRAME_ID",
     "MAX_LIMIT",
+    "MAX_SUMMARY_LIMIT",
     "MAX_TIMELINE_LIMIT",
     "MIN_INTERVAL",
     "POLL",
@@ -162,6 +167,8 @@ __all__ = [
     "SKIP_BAD",
     "SOURCE",
     "STORAGE_CAP",
+    "SUMMARY_LIMIT",
+    "SUMMARY_SINCE",
     "THUMBNAILS",
     "TIMELINE_LIMIT",
     "TRIGGER",
@@ -211,6 +218,8 @@ __all__ = [
     "Since",
     "Status",
     "StatusRequest",
+    "SummaryAnswer",
+    "SummaryRequest",
     "Text",
     "TextSource",
     "Time",
@@ -323,6 +332,11 @@ _WHERE = {
     "SOURCE": "backscroll.contract.words",
     "SKIP_BAD": "backscroll.contract.words",
     "VIEWS_ONLY": "backscroll.contract.words",
+    "MAX_SUMMARY_LIMIT": "backscroll.contract.words",
+    "SUMMARY_LIMIT": "backscroll.contract.words",
+    "SUMMARY_SINCE": "backscroll.contract.words",
+    "SummaryAnswer": "backscroll.contract.summary",
+    "SummaryRequest": "backscroll.contract.summary",
 }
 
 __getattr__ = lazy_names(__name__, _WHERE)
