@@ -41,6 +41,7 @@ from backscroll.contract import (
     MAX_SUMMARY_LIMIT,
     MAX_TIMELINE_LIMIT,
     AppText,
+    Cursor,
     Duration,
     Folder,
     Matching,
@@ -151,6 +152,7 @@ class MemoryTool(_Tool):
             Meta(description=f"Frame id (show), 0..{MAX_FRAME_ID}, from search or timeline"),
         ] = None
         include_image: Annotated[bool, Meta(description=f"show: {contract.INCLUDE_IMAGE}")] = True
+        cursor: Cursor = None
 
     async def execute(self, ctx: object, params: MemoryTool.Params) -> ToolResult:
         handlers = {

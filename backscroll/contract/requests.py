@@ -16,6 +16,7 @@ from backscroll.contract.words import (
     BACKEND,
     BEFORE,
     CONFIRM,
+    CURSOR,
     DENY,
     DURATION,
     ENCRYPT_TEXT,
@@ -29,6 +30,7 @@ from backscroll.contract.words import (
     INTERVAL,
     KIND,
     MATCHING,
+    MAX_CURSOR,
     MAX_EXPORT,
     MAX_FRAME_ID,
     MAX_LIMIT,
@@ -66,6 +68,9 @@ Duration = Annotated[Text | None, msgspec.Meta(description=DURATION)]
 Pattern = Annotated[Text | None, msgspec.Meta(description=DENY)]
 Folder = Annotated[Text | None, msgspec.Meta(description=FOLDER)]
 Matching = Annotated[Text | None, msgspec.Meta(description=MATCHING)]
+Cursor = Annotated[
+    Annotated[Text, msgspec.Meta(max_length=MAX_CURSOR)] | None, msgspec.Meta(description=CURSOR)
+]
 
 
 class Request(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -109,6 +114,7 @@ class SearchRequest(Request):
     until: Until = None
     app: AppText = None
     limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_LIMIT, description=SEARCH_LIMIT)] = 15
+    cursor: Cursor = None
 
 
 class TimelineRequest(Request):
@@ -118,6 +124,7 @@ class TimelineRequest(Request):
     limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_TIMELINE_LIMIT, description=TIMELINE_LIMIT)] = (
         50
     )
+    cursor: Cursor = None
 
 
 class ShowRequest(Request):

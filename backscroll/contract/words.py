@@ -58,3 +58,6 @@ SUMMARY_LIMIT = (
     f"{MAX_SUMMARY_LIMIT}."
 )
 SUMMARY_SINCE = f"{SINCE} Default: today."
+MAX_CURSOR = 512
+"""Characters of a cursor at most: the ones a search or timeline gives are under 80."""
+CURSOR = "The next page: the next_cursor of the answer before, with the same other arguments."
