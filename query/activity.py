@@ -18,7 +18,6 @@ the clear, as they are indexed). A day of 2,000 frames reads in ~20 ms here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
@@ -95,7 +94,8 @@ def gap_for(interval_seconds: float) -> float:
 
 def frames_in(views: ViewReader, span: TimeSpan) -> list[Seen]:
     """The frames of ``span`` a reader may see (a pending deletion hides its frames), oldest
-    first. A month whose index breaks the read is left out and noted as damaged."""
+    first. A month whose index breaks the read, and a frame whose stored bytes do not read,
+    are left out, and the month noted as damaged."""
     import tantivy
 
     indexes = views.partitions(*months(span))
@@ -106,7 +106,7 @@ def frames_in(views: ViewReader, span: TimeSpan) -> list[Seen]:
     out: list[Seen] = []
     for index in indexes:
         try:
-            out += _month(index.searcher(), query)
+            out += _month(views, index, query)
         except BaseException as exc:
             if not broken(exc):
                 raise
@@ -117,19 +117,28 @@ def frames_in(views: ViewReader, span: TimeSpan) -> list[Seen]:
     return out
 
 
-def _month(searcher: tantivy.Searcher, query: tantivy.Query) -> Iterator[Seen]:
+def _month(views: ViewReader, index: tantivy.Index, query: tantivy.Query) -> list[Seen]:
     import tantivy
 
+    searcher = index.searcher()
     # Never a top-N above the partition's documents: Tantivy sizes its heap by N.
     n = max(1, searcher.num_docs)
     hits = searcher.search(query, n, count=False, order_by_field="ts", order=tantivy.Order.Asc)
     addresses = [address for _, address in hits.hits]
     ids = searcher.fast_field_values("id", addresses)
+    out = []
     for (ts, address), frame_id in zip(hits.hits, ids, strict=True):
-        # ``meta`` alone: the whole document (its text) cost three times as much to read.
-        meta = searcher.doc(address).get_first("meta")
+        try:
+            # ``meta`` alone: the whole document (its text) cost three times as much.
+            meta = searcher.doc(address).get_first("meta")
+        except BaseException as exc:
+            if not broken(exc):
+                raise
+            views.broke(index, exc)
+            continue
         _, _, _, _, app, title, url = frame_meta(bytes(meta or b""))
-        yield Seen(int(frame_id or 0), int(ts), app, title, url)
+        out.append(Seen(int(frame_id or 0), int(ts), app, title, url))
+    return out
 
 
 def held(frame: Seen) -> Held:

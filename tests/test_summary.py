@@ -212,3 +212,24 @@ def test_the_agents_memory_tool_gives_the_cli_answer(
         "error": "limit: must be a number of results from 1 to 100, not 500",
         "action": "summary",
     }
+
+
+MONTH_DAYS = ("09-24", "10-24", "11-24")
+
+
+@pytest.mark.parametrize("where", ["body", "footer"])
+def test_a_damaged_month_is_said_and_the_others_still_counted(
+    backscroll_home: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    from tests.test_view_damage import damage_store_file
+
+    populate([dict(f, ts=f["ts"].replace("11-24", day)) for day in MONTH_DAYS for f in FRAMES])
+    damage_store_file(backscroll_home, "2026-10", where)
+    code, out, err = run(
+        capsys, "summary", "--since", "2026-09-01", "--until", "2026-11-30", "--json"
+    )
+    assert code == 0 and "Traceback" not in err, err
+    said = msgspec.json.decode(out, type=SummaryAnswer, strict=True)
+    assert said.incomplete and "the search view of 2026-10 is damaged" in said.incomplete
+    assert said.total.seconds >= 2 * 250  # September's and November's days, whole
+    assert said.total.frames < 3 * len(FRAMES)
