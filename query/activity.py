@@ -141,14 +141,10 @@ def _month(views: ViewReader, index: tantivy.Index, query: tantivy.Query) -> lis
     return out
 
 
-def held(frame: Seen) -> Held:
-    """A browser's page by its site (``github.com``), any other window by its title."""
-    return _held(frame.app, frame.title, frame.url)
-
-
 @lru_cache(maxsize=4096)
-def _held(app: str, title: str, url: str) -> Held:
-    # Cached: a day's frames come from a few dozen windows, each seen again and again.
+def held(app: str, title: str, url: str) -> Held:
+    """A browser's page by its site (``github.com``), any other window by its title. Cached:
+    a day's frames come from a few dozen windows, each seen again and again."""
     if url:
         parts = urlsplit(url)
         return Held(app, parts.hostname or parts.scheme or url, True)
@@ -181,7 +177,7 @@ def summarize(
     last = len(frames) - 1
     k = 0  # the slice the current frame starts in: frames come in time order
     for i, frame in enumerate(frames):
-        place = _held(frame.app, frame.title, frame.url)
+        place = held(frame.app, frame.title, frame.url)
         if app and not wanted(frame):
             continue
         t = frame.captured_us
