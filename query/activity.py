@@ -3,9 +3,9 @@
 A frame holds the screen from its capture until the next frame, for at most ``gap``
 seconds; a longer silence closes the span there. The capture daemon takes a frame at every
 change of app or window and, while nothing else happens, every ``interval_seconds`` (the
-idle fallback, 30 s by default) when the screen changed since the last one. So while a
-person works, frames are never further apart than one interval; a silence longer than two
-(``gap_for``) means the screen stood still through a whole idle check, or capture stopped:
+idle fallback, 30 s by default) when the screen changed since the last one. So while the
+screen changes, frames are never further apart than one interval; a silence longer than two
+(``gap_for``) means two idle checks in a row found the screen unchanged, or capture stopped:
 the person was away, or only reading, and the summary does not count it. Counting a frame
 for at most two intervals credits a person reading one screen for up to a minute between
 scrolls, and never the lunch hour the screen sat unchanged.
@@ -13,7 +13,7 @@ scrolls, and never the lunch hour the screen sat unchanged.
 The frames of a span are read from the search view by time (the months it touches, each a
 range query on the capture time ordered by it), with their app, title and address from the
 stored ``meta`` alone: no text, so nothing is decrypted (titles and addresses are stored in
-the clear, as they are indexed). A day of 2,000 frames reads in ~20 ms here.
+the clear, as they are indexed): ~4.5 µs of CPU a frame here (``bench/summary.py``).
 """
 
 from __future__ import annotations
