@@ -253,10 +253,11 @@ def _add_memory(server: MCPServer, home: Home) -> None:
     async def memory(**arguments: Any) -> CallToolResult:
         """Recall what was on screen: search (best match first), show one frame in full with
         its thumbnail, a timeline, the status, or a summary (time per app and per window or
-        site over since/until, default today: ask it how long, do not estimate). Read-only;
-        everything stays local. Leave out what you do not need: an empty or blank string, an
-        unknown argument or a number out of its range is refused with one line that names
-        it."""
+        site over since/until, default today: ask it how long, do not estimate). A search or
+        timeline with more gives next_cursor: the same call with cursor set to it gives the
+        next page. Read-only; everything stays local. Leave out what you do not need: an
+        empty or blank string, an unknown argument or a number out of its range is refused
+        with one line that names it."""
         return to_mcp(await reader.execute(None, MemoryTool.Params(**arguments)))
 
 
