@@ -71,7 +71,8 @@ ROLE_PUSH_BUTTON = 43
 ROLE_TABLE_CELL = 56
 ROLE_TREE_ITEM = 91
 ROLE_DOCUMENT_WEB = 95
-ROLE_ENTRY = 79
+ROLE_COMBO_BOX = 11  # Firefox's address bar
+ROLE_ENTRY = 79  # Chromium's
 # Roles whose accessible *name* is visible text (a tab's title, a button's label) even when
 # they have no Text interface.
 NAMED_ROLES = (
@@ -443,7 +444,10 @@ class AxReader:
             (whole,) = await call(bus, *window, COMPONENT, "GetExtents", "u", [COORDS_SCREEN])
             whole = Geometry(*whole)
             entries = await _matches(
-                bus, window, _rule(states=[STATE_SHOWING], roles=[ROLE_ENTRY]), count=64
+                bus,
+                window,
+                _rule(states=[STATE_SHOWING], roles=[ROLE_ENTRY, ROLE_COMBO_BOX]),
+                count=64,
             )
             bars: list[tuple[Geometry, str]] = []
             for ref in entries:
