@@ -30,6 +30,8 @@ from capture.ax import AxText
 from capture.blackout import Placed, paint, screen_boxes, secret_spans, shifted, words_over
 from capture.deny import denied, denied_beside
 from capture.ocr import placed_panels
+from capture.probe import Geometry
+from capture.redact import redact, redact_url
 from capture.seen import Likeness, Seen
 from eventlog.events import CaptureReason, TextSource
 
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from PIL.Image import Image
 
     from capture.backends import Backends
-    from capture.probe import Frontmost, Geometry
+    from capture.probe import Frontmost
     from capture.screen import Monitor
 
 log = logging.getLogger("backscroll.capture")
@@ -148,6 +150,11 @@ class Camera:
         text = placed.text
         if config.redact:
             self._hide_secrets(image, monitor, front, placed, ax_text.result(), url)
+            outer = next((w.geometry for w in visible if w.window_id == front.window_id), None)
+            if outer is not None and outer.y < front.geometry.y and redact(front.title).counts:
+                # The window manager draws the title above the window: its whole bar.
+                bar = Geometry(outer.x, outer.y, outer.width, front.geometry.y - outer.y)
+                paint(image, screen_boxes([bar], monitor))
         return Seen(
             captured_us=captured_us,
             app=front.app,
@@ -231,9 +238,7 @@ class Camera:
         ax: AxText,
         url: str,
     ) -> None:
-        """Paint black where the frame's text, or its page's address, shows a secret."""
-        from capture.redact import redact_url
-
+        """Paint over where the frame's text, or its page's address, shows a secret."""
         spans = secret_spans(placed.text)
         boxes = words_over(placed.text, placed.words, spans)
         in_ax = [(s, min(e, placed.ax_end)) for s, e in spans if s < placed.ax_end]

@@ -227,3 +227,28 @@ def test_a_secret_whose_place_the_app_does_not_give_has_the_whole_window_painted
     g = front.geometry
     inside = seen.image.crop((g.x, g.y, g.x + g.width, g.y + g.height)).convert("L")
     assert inside.getextrema()[0] == inside.getextrema()[1], "one flat block"
+
+
+def test_a_secret_in_the_window_title_has_the_title_bar_painted_over(
+    desk: Desktop, camera: Camera
+) -> None:
+    token = "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"  # s0029's token
+    term = desk.open_xterm(["orchard lantern pebble"] * 3, f"deploy {token}", font_size=12)
+    front = in_front(desk, camera, term.window_id)
+    outer = next(
+        w.geometry
+        for w in camera.backends.probe.visible_windows()
+        if w.window_id == front.window_id
+    )
+    assert outer.y < front.geometry.y, "openbox draws a title bar"
+    bar = (outer.x, outer.y, outer.x + outer.width, front.geometry.y)
+
+    before = camera.take(front, "app_change", SHARP.replace(redact=False))
+    seen = camera.take(front, "app_change", SHARP)
+
+    assert isinstance(before, Seen) and isinstance(seen, Seen)
+    assert before.image is not None and seen.image is not None
+    shown, kept = before.image.crop(bar).convert("L"), seen.image.crop(bar).convert("L")
+    assert shown.getextrema()[0] != shown.getextrema()[1], "the title is drawn"
+    assert kept.getextrema()[0] == kept.getextrema()[1], "one flat block"
+    assert seen.title == before.title  # redacted as it is recorded, as before
