@@ -20,10 +20,11 @@ are counted in it, with the secrets left (a run of 16 of their characters, the d
 rule; 8 for the address's token). The same boxes painted black instead of tinted (the
 choice not taken) are read too. Target: after = before.
 
-Cost: the step alone (``Camera._hide_secrets``: the spans redaction finds, their places,
-the painting), ``--rounds`` times on the frame's pixels, for each window, and for a window
-of prose without a secret (what every frame pays: redaction's scan of its text); beside it,
-in the same run, the whole ``Camera.take`` of that window with redaction off (the baseline).
+Cost: the step alone (``Camera._hide_secrets``: the spans redaction finds in the text and
+the title, their places, the painting), ``--rounds`` times on the frame's pixels, for each
+window, and for a window of prose without a secret (what every frame pays: redaction's scan
+of its text); beside it, in the same run, the whole ``Camera.take`` of that window with
+redaction off (the baseline).
 
 Writes ``bench/results/pixels.txt`` with the machine it ran on and the load before and after.
 """
@@ -182,8 +183,14 @@ class Bench:
         done.set_result(ax)
         placed, _source = camera._text(self.sharp, front, done, seen.image, monitor)
         image = seen.image.copy()
+        outer = next(
+            w.geometry
+            for w in camera.backends.probe.visible_windows()
+            if w.window_id == front.window_id
+        )
         times = timed(
-            lambda: camera._hide_secrets(image, monitor, front, placed, ax, seen.url), self.rounds
+            lambda: camera._hide_secrets(image, monitor, front, outer, placed, ax, seen.url),
+            self.rounds,
         )
         self.costs.append(row(f"black-out step, {name}", times, f"{len(placed.text)} chars"))
         off = self.sharp.replace(redact=False)

@@ -7,8 +7,8 @@
 ``take`` runs every step of a frame in order: the page's address checked against the deny
 list before any pixel is read; the AT-SPI text read beside the grab; the grab; denied
 windows beside the active one blacked out; the duplicate check; OCR when the text is too
-short; the secrets redaction finds in the text and the page's address painted black in the
-pixels (``capture.blackout``); the thumbnail and the event's signature. It returns a
+short; the secrets redaction finds in the text, the page's address and the title painted
+over in the pixels (``capture.blackout``); the thumbnail and the event's signature. It returns a
 ``Seen``, or why nothing was seen (``"denied"``, ``"duplicate"``). Redaction of the text,
 encryption and the append are the app's (``backscroll.record``). A new backend is a
 ``capture.backends.Backends``; a new step goes here.
@@ -149,12 +149,8 @@ class Camera:
         placed, source = self._text(config, front, ax_text, image, monitor)
         text = placed.text
         if config.redact:
-            self._hide_secrets(image, monitor, front, placed, ax_text.result(), url)
             outer = next((w.geometry for w in visible if w.window_id == front.window_id), None)
-            if outer is not None and outer.y < front.geometry.y and redact(front.title).counts:
-                # The window manager draws the title above the window: its whole bar.
-                bar = Geometry(outer.x, outer.y, outer.width, front.geometry.y - outer.y)
-                paint(image, screen_boxes([bar], monitor))
+            self._hide_secrets(image, monitor, front, outer, placed, ax_text.result(), url)
         return Seen(
             captured_us=captured_us,
             app=front.app,
@@ -234,11 +230,13 @@ class Camera:
         image: Image,
         monitor: Monitor,
         front: Frontmost,
+        outer: Geometry | None,
         placed: Placed,
         ax: AxText,
         url: str,
     ) -> None:
-        """Paint over where the frame's text, or its page's address, shows a secret."""
+        """Paint over where the frame's text, its page's address or its title (in the frame
+        ``outer`` the window manager draws around the window) shows a secret."""
         spans = secret_spans(placed.text)
         boxes = words_over(placed.text, placed.words, spans)
         in_ax = [(s, min(e, placed.ax_end)) for s, e in spans if s < placed.ax_end]
@@ -251,9 +249,13 @@ class Camera:
             host = urlsplit(url).hostname or ""
             bar = self.backends.ax.address_bar(front.pid, host) if front.pid else []
             rects = rects + bar if bar else None
-        if rects is None:  # a secret whose place is not known: the window goes black
+        if rects is None:  # a secret whose place is not known: the whole window is painted
             rects = [front.geometry]
         boxes += screen_boxes(rects, monitor, within=front.geometry)
+        if outer is not None and outer.y < front.geometry.y and redact(front.title).counts:
+            # The window manager draws the title above the window: its whole bar.
+            title = Geometry(outer.x, outer.y, outer.width, front.geometry.y - outer.y)
+            boxes += screen_boxes([title], monitor)
         paint(image, boxes)
 
 
