@@ -236,7 +236,7 @@ class AxReader:
         found: list[Geometry] = []
         failed: list[str] = []
         self._run("the extents", timeout, self._extents(pieces, found, failed))
-        if failed or len(found) < len(pieces):
+        if failed != [""]:  # "" alone: every piece placed
             log.debug("AT-SPI extents not found: %s", ", ".join(failed) or "timed out")
             return None
         return found
@@ -420,19 +420,58 @@ class AxReader:
         found: list[Geometry],
         failed: list[str],
     ) -> None:
-        bus = await self._connect()
+        """Each piece's boxes into ``found``; into ``failed`` the names of the calls that
+        failed, or "" alone once every piece is placed (a read cut short says neither).
 
-        async def place(ref: Ref, span: tuple[int, int] | None) -> None:
+        One round of calls: a name's object's extents; a stretch's range extents, and one
+        character's of each object, whose height tells a stretch wrapped over rows. A
+        character of a taller font than the stretch's can only make a wrapped stretch one
+        box around its rows, painting more, never less."""
+        bus = await self._connect()
+        names = [ref for ref, span in pieces if span is None]
+        texts = [(ref, span) for ref, span in pieces if span is not None]
+        first: dict[Ref, int] = {}
+        for ref, (start, _end) in texts:
+            first.setdefault(ref, start)
+
+        async def asked(ref: Ref, *request: Any) -> list[Any]:
             try:
-                if span is None:
-                    (box,) = await call(bus, *ref, COMPONENT, "GetExtents", "u", [COORDS_SCREEN])
-                    found.append(Geometry(*box))
-                    return
-                found.extend(await _range_boxes(bus, ref, *span))
+                return await call(bus, *ref, *request)
             except CallError as exc:
                 failed.append(exc.name)
+                return []
 
-        await asyncio.gather(*(place(ref, span) for ref, span in pieces))
+        replies = await asyncio.gather(
+            *(asked(ref, COMPONENT, "GetExtents", "u", [COORDS_SCREEN]) for ref in names),
+            *(
+                asked(ref, TEXT, "GetRangeExtents", "iiu", [*span, COORDS_SCREEN])
+                for ref, span in texts
+            ),
+            *(
+                asked(ref, TEXT, "GetCharacterExtents", "iu", [at, COORDS_SCREEN])
+                for ref, at in first.items()
+            ),
+        )
+        if failed:
+            return
+        named, ranged = replies[: len(names)], replies[len(names) : len(names) + len(texts)]
+        chars = replies[len(names) + len(texts) :]
+        heights = {ref: reply[3] for ref, reply in zip(first, chars, strict=True)}
+        found.extend(Geometry(*reply[0]) for reply in named)
+        wrapped = []
+        for (ref, span), reply in zip(texts, ranged, strict=True):
+            box = Geometry(*reply)
+            if box.height <= WRAPPED_ROWS * heights[ref]:
+                found.append(box)
+            else:
+                wrapped.append((ref, span))
+        try:
+            rows = await asyncio.gather(*(_rows(bus, ref, *span) for ref, span in wrapped))
+        except CallError as exc:
+            failed.append(exc.name)
+            return
+        found.extend(box for boxes in rows for box in boxes)
+        failed.append("")
 
     async def _address_bar(self, pid: int, host: str, found: list[Geometry]) -> None:
         async def read(bus: MessageBus, window: Ref) -> None:
@@ -708,16 +747,9 @@ async def _describe(bus: MessageBus, ref: Ref) -> tuple[int, list[int], list[str
     return int(role[0]), list(states[0]), list(interfaces[0]), kids
 
 
-async def _range_boxes(bus: MessageBus, ref: Ref, start: int, end: int) -> list[Geometry]:
-    """The boxes on screen of the characters ``start`` to ``end`` of ``ref``'s text, one row
-    of them without a line break: one box, or one a row when the object wrapped them."""
-    whole, first = await asyncio.gather(
-        call(bus, *ref, TEXT, "GetRangeExtents", "iiu", [start, end, COORDS_SCREEN]),
-        call(bus, *ref, TEXT, "GetCharacterExtents", "iu", [start, COORDS_SCREEN]),
-    )
-    box = Geometry(*whole)
-    if box.height <= WRAPPED_ROWS * first[3]:
-        return [box]
+async def _rows(bus: MessageBus, ref: Ref, start: int, end: int) -> list[Geometry]:
+    """The boxes on screen of the characters ``start`` to ``end`` of ``ref``'s text, which
+    the object wrapped over rows: one box a row."""
     chars = await asyncio.gather(
         *(
             call(bus, *ref, TEXT, "GetCharacterExtents", "iu", [at, COORDS_SCREEN])

@@ -282,3 +282,31 @@ def test_a_secret_in_the_window_title_has_the_title_bar_painted_over(
     assert shown.getextrema()[0] != shown.getextrema()[1], "the title is drawn"
     assert kept.getextrema()[0] == kept.getextrema()[1], "one flat block"
     assert seen.title == before.title  # redacted as it is recorded, as before
+
+
+def test_a_secret_the_app_wrapped_over_rows_is_placed_row_by_row(
+    desk: Desktop, camera: Camera, store: MemoryStore
+) -> None:
+    (row,) = [r for r in rows() if r["id"] == ROWS["anthropic_key"]]
+    (secret,) = row["secrets"]  # type: ignore[misc]
+    text = f"orchard lantern pebble\nexport KEY={secret} meadow harbour\nviolin copper thistle"
+    # Narrow: GTK wraps the long key over rows, with words before and after it on its rows.
+    window = desk.open_zenity_text(text, "wrapped", width=420, height=400)
+    front = in_front(desk, camera, window.window_id)
+    read = camera.backends.ax.window_read(front.pid)
+    at = read.text.index(secret)
+    boxes = camera.backends.ax.extents(read, [(at, at + len(secret))])
+    assert boxes is not None and len(boxes) >= 3, boxes  # a box a row, not one around them
+
+    before = camera.take(front, "app_change", SHARP.replace(redact=False))
+    seen = camera.take(front, "app_change", SHARP)
+    assert isinstance(before, Seen) and isinstance(seen, Seen) and before.jpeg is not None
+    shown = read_back(before.jpeg)
+    assert left_of(secret, shown, run=8), "the window shows the key"
+
+    kept = read_back(stored_thumbnail(store, seen))
+
+    assert left_of(secret, kept, run=8) is None, kept
+    around = {"orchard", "lantern", "pebble", "export", "meadow", "harbour", "violin", "copper"}
+    assert plain_words(shown) >= around
+    assert plain_words(kept) >= around
