@@ -55,6 +55,10 @@ if TYPE_CHECKING:
 
 A = TypeVar("A")
 
+# What a kept memory's events hold of its content: the trail says what was kept, revised or
+# forgotten, when and by whom (scopes, never content), as it never shows a frame's text.
+KEPT_CONTENT = ("text", "value", "ciphertext", "blind_tokens", "request_hash")
+
 # Changing one of these changes how new frames are stored, not the frames already stored.
 PRIVACY = frozenset({"redact", "encrypt_text", "encrypt_thumbnails"})
 
@@ -164,6 +168,8 @@ def audit_log(store: MemoryStore, request: LogRequest) -> LogAnswer:
         detail = msgspec.to_builtins(event)
         kind, ts_us = detail.pop("k"), detail.pop("ts_us")
         detail.pop("v", None)  # the event's format version: the log's business, not the trail's
+        for field in KEPT_CONTENT:
+            detail.pop(field, None)
         entries.append(
             AuditEntry(
                 offset=offset,

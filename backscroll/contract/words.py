@@ -47,7 +47,8 @@ BACKEND = "Capture backend: auto, x11, wlroots or gnome."
 ANNOUNCE = "Tell apps to publish their text (AT-SPI IsEnabled)."
 KIND = (
     "Event kind (repeatable): "
-    "config, pause, resume, delete, purged, reindex, rewritten, dstart, dstop, key."
+    "config, pause, resume, delete, purged, reindex, rewritten, dstart, dstop, key, "
+    "kept, revised, forgotten, reviewed, space."
 )
 SOURCE = "JSON Lines: ts, app, title, text."
 SKIP_BAD = "Go on past malformed lines."

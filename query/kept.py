@@ -1,0 +1,181 @@
+"""Reads of the kept memories: resolve, search, due, pages; and the rule every one of them
+keeps: a proposed memory (written into a space that requires review, not approved yet) and
+one past its idle expiry are served by none.
+
+Search is by words, in an index built in memory from the view the first time it is asked
+(words of plain text; the blind tokens of encrypted text, which a query's words are turned
+into with the store's key, as frames are searched). A score is the share of the query's
+distinct words a memory holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+from base.tokens import words
+from eventlog.events import Event, MemoryForgotten, MemoryKept, MemoryRevised
+from projector.kept import Kept, KeptView, claim_key
+
+Opener = Callable[[Kept], tuple[str, str]]
+"""A memory's text and claim value, opened (decrypted where sealed)."""
+Blind = Callable[[str], bytes]
+"""A query word's blind token under the store's key."""
+
+NEAR_MISSES = 3
+SIMILAR = 0.5
+"""A new memory sharing half its words with one in its space is reported as similar: 003's
+cut-off for a match, and two phrasings of one fact share about that many."""
+
+
+class Scored(NamedTuple):
+    memory: Kept
+    score: float
+
+
+class KeptReader:
+    """The view, with the rule of what is served, and its words index."""
+
+    def __init__(self, view: KeptView, open_: Opener, blind: Blind | None = None) -> None:
+        self.view = view
+        self.open = open_
+        self.blind = blind
+        self._index: dict[str | bytes, set[str]] | None = None
+
+    # -- keeping up ------------------------------------------------------------------------
+
+    def apply(self, offset: int, event: Event) -> None:
+        """Apply an event to the view, keeping the index (if built) in step."""
+        memory_id = getattr(event, "memory_id", None)
+        indexed = self._index is not None and memory_id in self.view.memories
+        if indexed and isinstance(event, MemoryRevised | MemoryForgotten):
+            self._unindex(self.view.memories[str(memory_id)])
+        self.view.apply(offset, event)
+        if self._index is not None and isinstance(event, MemoryKept | MemoryRevised):
+            after = self.view.memories.get(str(memory_id))
+            if after is not None:
+                self._add(after)
+
+    def served(self, memory: Kept, now_us: int) -> bool:
+        if memory.proposed:
+            return False
+        until = self.view.kept_until(memory)
+        return until is None or now_us < until
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def resolve(
+        self, subject: str, predicate: str, context: str, spaces: Iterable[str], now_us: int
+    ) -> Kept | None:
+        """The memory of the claim in the first space that holds it; never a guess."""
+        for space in spaces:
+            memory_id = self.view.claims.get(claim_key(space, subject, predicate, context))
+            memory = self.view.memories.get(memory_id) if memory_id else None
+            if memory is not None and self.served(memory, now_us):
+                return memory
+        return None
+
+    def search(
+        self, query: str, spaces: list[str], min_score: float, limit: int, now_us: int
+    ) -> tuple[list[Scored], list[Scored]]:
+        """(hits at or above ``min_score``, best first; the closest below it when none)."""
+        wanted = sorted(set(words(query)))
+        if not wanted:
+            return [], []
+        index = self._built()
+        counts: dict[str, int] = {}
+        for word in wanted:
+            found = set(index.get(word, ()))
+            if self.blind is not None:
+                found |= index.get(self.blind(word), set())
+            for memory_id in found:
+                counts[memory_id] = counts.get(memory_id, 0) + 1
+        rank = {space: i for i, space in enumerate(spaces)}
+        scored = [
+            Scored(memory, n / len(wanted))
+            for memory_id, n in counts.items()
+            if (memory := self.view.memories[memory_id])
+            and (not spaces or memory.space in rank)
+            and self.served(memory, now_us)
+        ]
+        scored.sort(key=lambda s: (-s.score, rank.get(s.memory.space, 0), -s.memory.updated_us))
+        hits = [s for s in scored if s.score >= min_score][:limit]
+        near = [] if hits else scored[:NEAR_MISSES]
+        return hits, near
+
+    def similar(self, memory: Kept) -> list[Scored]:
+        """Served memories of its space sharing at least ``SIMILAR`` of the words of the shorter
+        of the two (a rephrasing adds or drops a few words; the share of all their words
+        would call it new)."""
+        mine = self._keys(memory)
+        if not mine:
+            return []
+        index = self._built()
+        counts: dict[str, int] = {}
+        for key in mine:
+            for other_id in index.get(key, ()):
+                if other_id != memory.id:
+                    counts[other_id] = counts.get(other_id, 0) + 1
+        out = []
+        for other_id, shared in counts.items():
+            other = self.view.memories[other_id]
+            score = shared / min(len(mine), len(self._keys(other)))
+            if other.space == memory.space and not other.proposed and score >= SIMILAR:
+                out.append(Scored(other, round(score, 3)))
+        out.sort(key=lambda s: -s.score)
+        return out[:NEAR_MISSES]
+
+    def due(self, spaces: list[str], now_us: int) -> list[Kept]:
+        """Served intentions whose time has come, earliest first."""
+        return sorted(
+            (
+                m
+                for m in self.view.memories.values()
+                if m.due_us is not None
+                and m.due_us <= now_us
+                and (not spaces or m.space in spaces)
+                and self.served(m, now_us)
+            ),
+            key=lambda m: (m.due_us or 0, m.id),
+        )
+
+    def newest(self, space: str | None, now_us: int, proposed: bool = False) -> list[Kept]:
+        """Served memories (``proposed``: only those waiting for review), newest first."""
+        return sorted(
+            (
+                m
+                for m in self.view.memories.values()
+                if (space is None or m.space == space)
+                and (m.proposed if proposed else self.served(m, now_us))
+            ),
+            key=lambda m: (-m.updated_us, m.id),
+        )
+
+    # -- the index -------------------------------------------------------------------------
+
+    def _built(self) -> dict[str | bytes, set[str]]:
+        if self._index is None:
+            self._index = {}
+            for memory in self.view.memories.values():
+                self._add(memory)
+        return self._index
+
+    def _keys(self, memory: Kept) -> set[str | bytes]:
+        if memory.encrypted:
+            return set(memory.blind_tokens)
+        text, value = self.open(memory)
+        return set(words(f"{text} {value}"))
+
+    def _add(self, memory: Kept) -> None:
+        assert self._index is not None
+        for key in self._keys(memory):
+            self._index.setdefault(key, set()).add(memory.id)
+
+    def _unindex(self, memory: Kept) -> None:
+        assert self._index is not None
+        for key in self._keys(memory):
+            ids = self._index.get(key)
+            if ids is not None:
+                ids.discard(memory.id)
+                if not ids:
+                    del self._index[key]
