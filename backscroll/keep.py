@@ -121,6 +121,8 @@ class Keeper:
     def catch_up(self) -> None:
         """Apply the memory events the log gained since the last call."""
         end = self.store.log.next_offset()
+        if end <= self._seen + 1:
+            return  # nothing appended: not even the active segment's index is read
         for offset, event in self.store.log.read(self._seen + 1, types=MEMORY_TYPES):
             self.reader.apply(offset, event)
         self._seen = max(self._seen, end - 1)
@@ -246,9 +248,10 @@ class Keeper:
         with self.store.log.locked():
             self.catch_up()
             key = request.request_key
-            if key is not None and self.view.retired.get(key) == request.id:
-                tomb = self.view.forgotten[request.id]
-                self._erase(request.id)  # a crash may have cut the first one short
+            tomb = self.view.forgotten.get(request.id)
+            if tomb is not None:
+                # A retry: it answers as the first, and finishes an erasure a crash cut short.
+                self._erase()
                 return ForgetAnswer(
                     id=request.id,
                     version=tomb.version,
@@ -284,7 +287,7 @@ class Keeper:
                     origin=origin,
                 )
             )
-        self._erase(memory.id)
+        self._erase()
         self._views()
         return ForgetAnswer(
             id=memory.id,
@@ -483,11 +486,13 @@ class Keeper:
         if self.refresh_views:
             self.store.refresh()
 
-    def _erase(self, memory_id: str) -> None:
-        """Compact the memory's versions out of the log and the bytes it kept aside."""
+    def _erase(self) -> None:
+        """Compact the versions of every forgotten memory out of the log and the bytes it
+        kept aside: this one's, and any a crash kept an earlier forget from erasing."""
+        forgotten = set(self.view.forgotten)
 
         def wanted(event: Event) -> bool:
-            return isinstance(event, MemoryKept | MemoryRevised) and event.memory_id == memory_id
+            return isinstance(event, MemoryKept | MemoryRevised) and event.memory_id in forgotten
 
         self.store.log.compact(lambda _, event: None if wanted(event) else event)
         self.store.log.remove_aside(wanted)
@@ -603,6 +608,40 @@ def line(memory: Kept, text: str, value: str, kept_until: int | None) -> str:
     if memory.proposed:
         parts.append("proposed, waiting for review")
     return f"{text} [{'; '.join(parts)}]"
+
+
+def verify_kept(store: MemoryStore) -> list[str]:
+    """The kept view against the log (the memories it holds, their versions and review, as
+    far as it reaches), and no version of a forgotten memory left in the log."""
+    saved = KeptView.load(store.layout.views)
+    reach = saved.position if saved is not None else -1
+    replayed, upto = KeptView(), KeptView()
+    versions: dict[str, int] = {}
+    for offset, event in store.log.read(types=MEMORY_TYPES):
+        replayed.apply(offset, event)
+        if offset <= reach:
+            upto.apply(offset, event)
+        if isinstance(event, MemoryKept | MemoryRevised):
+            versions[event.memory_id] = offset
+    problems = [
+        f"memory {memory_id} was forgotten, but a version of it remains in the log at "
+        f"#{offset} (a forget cut short): `backscroll keep forget {memory_id}` erases it"
+        for memory_id, offset in versions.items()
+        if memory_id in replayed.forgotten
+    ]
+
+    def held(view: KeptView) -> dict[str, tuple[int, bool, str]]:
+        return {
+            m.id: (m.version, m.proposed, m.space)
+            for m in view.memories.values()
+            if m.id not in replayed.forgotten  # its versions are compacted away
+        }
+
+    if saved is not None and held(saved) != held(upto):
+        problems.append(
+            "the kept memories' view differs from the log: backscroll reindex --views-only"
+        )
+    return problems
 
 
 def _claim(space: str, subject: str, predicate: str, context: str) -> str:

@@ -149,8 +149,8 @@ def test_a_key_of_a_forgotten_memory_is_retired(keeper: Keeper) -> None:
     assert refusal(keep, keeper, **SPANISH, request_key="k-1").error == "key_retired"
     retry = keeper.forget(parse(ForgetRequest, {"id": kept.id, "request_key": "k-2"}))
     assert retry.replayed and retry.id == kept.id
-    gone = refusal(keeper.forget, parse(ForgetRequest, {"id": kept.id}))
-    assert gone.error == "not_found"
+    assert keeper.forget(parse(ForgetRequest, {"id": kept.id})).replayed
+    assert refusal(keeper.get, parse(GetRequest, {"id": kept.id})).error == "not_found"
 
 
 def test_a_stale_expected_version_is_refused_with_the_current_one(keeper: Keeper) -> None:
@@ -398,3 +398,43 @@ def test_the_audit_trail_says_what_was_kept_and_forgotten_never_the_text(
     assert code == 0 and [e["kind"] for e in events] == ["forgotten"]
     assert events[0]["detail"]["memory_id"] == memory_id
     assert "pelican" not in out
+
+
+def test_status_counts_memories_proposed_ones_and_intentions_due(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run(capsys, "keep", "space", "proj", "--require-review")
+    run(capsys, "keep", "add", "A fact.")
+    run(capsys, "keep", "add", "Waiting.", "--space", "proj")
+    run(capsys, "keep", "add", "Ask it.", "--kind", "intention", "--due", "2h")
+    run(capsys, "keep", "add", "Later.", "--kind", "intention", "--due", "2999-01-01")
+    _, out, _ = run(capsys, "status", "--json")
+    shown = json.loads(out)
+    assert (shown["memories"], shown["memories_proposed"], shown["intentions_due"]) == (3, 1, 1)
+
+
+def test_verify_names_a_forget_cut_short_and_a_view_that_differs_from_the_log(
+    keeper: Keeper, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from backscroll.keep import verify_kept
+
+    kept = keep(keeper, text="Cut short.").memory
+    keeper.store.refresh()
+    assert verify_kept(keeper.store) == []
+    keeper._erase = lambda: None  # type: ignore[method-assign]  # the crash, after the tombstone
+    keeper.forget(parse(ForgetRequest, {"id": kept.id}))
+    assert [f"memory {kept.id} was forgotten" in p for p in verify_kept(keeper.store)] == [True]
+    del keeper._erase
+    assert keeper.forget(parse(ForgetRequest, {"id": kept.id})).replayed
+    assert verify_kept(keeper.store) == []
+    other = keep(keeper, text="Another one.").memory
+    keeper.store.refresh()
+    saved = KeptView.load(keeper.store.layout.views)
+    assert saved is not None
+    saved.memories[other.id].version = 9  # a view the log does not explain
+    saved.save(keeper.store.layout.views)
+    assert verify_kept(keeper.store) == [
+        "the kept memories' view differs from the log: backscroll reindex --views-only"
+    ]
+    code, _, _ = run(capsys, "verify")
+    assert code == 1

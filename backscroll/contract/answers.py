@@ -230,6 +230,11 @@ class Status(Counts, Answer, kw_only=True, tag="status"):
     deletions_stuck: list[str] = []
     """A line for each deletion whose purge could not complete: its frames hidden, what
     stops it and the command that finishes it."""
+    memories: int = 0
+    """Kept memories served (``backscroll keep``): neither proposed nor past idle expiry."""
+    memories_proposed: int = 0
+    """Kept memories waiting for review (``backscroll keep review``)."""
+    intentions_due: int = 0
 
 
 class AuditEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
