@@ -250,8 +250,20 @@ def delete(
     if not request.confirm:
         shown = scope_text(start, end, request.app)
         raise UsageError(f"delete needs confirm=true; nothing was deleted (scope: {shown})")
+    from backscroll.keep import Keeper
+
+    keeper = Keeper(store)
+    citing = keeper.citing(start, end, request.app)
     removed = delete_(store, start=start, end=end, app=request.app, origin=origin)
-    return DeleteAnswer(start=_at(start), end=_at(end), app=request.app, deleted=removed)
+    forgotten = keeper.forget_citing(citing, origin) if request.forget_citing else []
+    return DeleteAnswer(
+        start=_at(start),
+        end=_at(end),
+        app=request.app,
+        deleted=removed,
+        cited_by=[] if request.forget_citing else [m.id for m in citing],
+        memories_forgotten=forgotten,
+    )
 
 
 def export(store: MemoryStore, request: ExportRequest) -> ExportAnswer:

@@ -27,7 +27,7 @@ import hashlib
 import secrets
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 import msgspec
 
@@ -59,7 +59,7 @@ from backscroll.contract.keep import (
     SpaceRequest,
 )
 from base.clock import now_us
-from base.errors import KeyUnavailableError, UsageError
+from base.errors import KeyUnavailableError, NotFoundError, UsageError
 from eventlog.events import (
     MEMORY_TYPES,
     Event,
@@ -384,14 +384,34 @@ class Keeper:
         proposed = sum(1 for m in memories if m.proposed)
         return served, proposed, len(self.reader.due([], now))
 
-    def citing(self, frame_ids: set[int]) -> list[Kept]:
-        """The memories (proposed ones too) whose source is one of these frames."""
+    def citing(self, start: datetime | None, end: datetime | None, app: str | None) -> list[Kept]:
+        """The memories (proposed ones too) whose source is a frame a deletion of this scope
+        covers: it would leave their source pointing at nothing."""
+        from base.clock import to_us
+        from eventlog.events import MAX_OFFSET
+        from projector.state import Scope, matches
+
         self.catch_up()
-        return [
-            m
-            for m in self.view.memories.values()
-            if (frame := _frame_of(m.source)) is not None and frame in frame_ids
-        ]
+        scope = Scope(MAX_OFFSET, (), to_us(start), to_us(end), app)
+        out = []
+        for memory in self.view.memories.values():
+            frame = _frame_of(memory.source)
+            if frame is None:
+                continue
+            try:
+                hit = self.store.get(frame)
+            except NotFoundError:
+                continue  # gone already: said when it went
+            seen = _Seen(frame, to_us(hit.when) or 0, hit.app, hit.title, hit.url)
+            if matches(scope, seen):
+                out.append(memory)
+        return out
+
+    def forget_citing(self, memories: list[Kept], origin: Origin) -> list[str]:
+        """Forget these memories, whose source frames were deleted; their ids."""
+        for memory in memories:
+            self.forget(ForgetRequest(id=memory.id), origin, reason="source_deleted")
+        return [m.id for m in memories]
 
     # -- answers ---------------------------------------------------------------------------
 
@@ -574,6 +594,16 @@ class Keeper:
         if crypto is not None:
             return crypto.blind_token(data)
         return bytes.fromhex(data)[:12]
+
+
+class _Seen(NamedTuple):
+    """A frame as a deletion's scope reads it (``projector.state.Framed``)."""
+
+    frame_id: int
+    captured_us: int
+    app: str
+    title: str
+    url: str
 
 
 class _Old(msgspec.Struct, array_like=True):

@@ -438,3 +438,25 @@ def test_verify_names_a_forget_cut_short_and_a_view_that_differs_from_the_log(
     ]
     code, _, _ = run(capsys, "verify")
     assert code == 1
+
+
+def test_clearing_frames_names_the_memories_citing_them_or_forgets_them_too(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tests.helpers import ago, populate
+
+    populate([{"ts": ago(30), "app": "Terminal", "title": "zsh", "text": "npm ERR! boom"}])
+    populate([{"ts": ago(5), "app": "Firefox", "title": "docs", "text": "the fix"}])
+    with MemoryStore() as store:
+        frames = {hit.app: hit.id for hit in store.timeline()}
+    for app, frame in frames.items():
+        run(capsys, "keep", "add", f"Seen in {app}.", "--source", f"frame:{frame}")
+    _, out, _ = run(capsys, "keep", "list", "--json")
+    ids = {m["source"]: m["id"] for m in json.loads(out)["memories"]}
+    terminal, firefox = (ids[f"frame:{frames[app]}"] for app in ("Terminal", "Firefox"))
+    code, out, _ = run(capsys, "clear", "--app", "Terminal", "-y")
+    assert code == 0 and terminal in out and "source now pointing at nothing" in out
+    code, out, _ = run(capsys, "clear", "--app", "Firefox", "-y", "--forget-citing")
+    assert code == 0 and f"forgot 1 kept memory(ies) citing them: {firefox}" in out
+    _, out, _ = run(capsys, "keep", "list", "--json")
+    assert [m["id"] for m in json.loads(out)["memories"]] == [terminal]

@@ -287,6 +287,11 @@ class ConfigAnswer(Answer, kw_only=True, tag="config"):
 
 class DeleteAnswer(Scope, kw_only=True, tag="delete"):
     deleted: int
+    cited_by: list[str] = []
+    """Kept memories whose source is a deleted frame, kept (their source now points at a
+    deleted frame): forget them, or delete with ``forget_citing``."""
+    memories_forgotten: list[str] = []
+    """Kept memories citing a deleted frame, forgotten with it (``forget_citing``)."""
 
 
 class ExportAnswer(Scope, kw_only=True, tag="export"):

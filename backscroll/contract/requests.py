@@ -22,6 +22,7 @@ from backscroll.contract.words import (
     ENCRYPT_THUMBNAILS,
     EXPORT_LIMIT,
     FOLDER,
+    FORGET_CITING,
     FORMAT,
     FRAME_ID,
     HOTKEY,
@@ -187,6 +188,7 @@ class DeleteRequest(Request):
     before: Before = None
     app: AppText = None
     confirm: Annotated[bool, Meta(description=CONFIRM)] = False
+    forget_citing: Annotated[bool, Meta(description=FORGET_CITING)] = False
 
 
 class ExportRequest(Request):

@@ -53,3 +53,7 @@ KIND = (
 SOURCE = "JSON Lines: ts, app, title, text."
 SKIP_BAD = "Go on past malformed lines."
 VIEWS_ONLY = "Only rebuild the views from the log."
+FORGET_CITING = (
+    "Also forget the kept memories whose source is a deleted frame (else they are named, their "
+    "source pointing at a deleted frame)."
+)
