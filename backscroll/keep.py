@@ -518,18 +518,22 @@ class Keeper:
         self.store.log.remove_aside(wanted)
 
     def _versions(self, memory: Kept) -> Iterator[MemoryVersion]:
-        for offset in memory.offsets:
-            event = self._event_at(offset)
-            text, value = self._open_event(event)
-            yield MemoryVersion(
-                version=event.version if isinstance(event, MemoryRevised) else 1,
-                text=text,
-                value=value,
-                source=event.source,
-                time=_time(event.ts_us),
-                due_at=_maybe(event.due_us),
-                restored_from=event.restored_from if isinstance(event, MemoryRevised) else None,
-            )
+        """Its versions, read in one pass over the log from the first."""
+        wanted = set(memory.offsets)
+        for at, event in self.store.log.read(memory.offsets[0], types=MEMORY_TYPES):
+            if at in wanted and isinstance(event, MemoryKept | MemoryRevised):
+                text, value = self._open_event(event)
+                yield MemoryVersion(
+                    version=event.version if isinstance(event, MemoryRevised) else 1,
+                    text=text,
+                    value=value,
+                    source=event.source,
+                    time=_time(event.ts_us),
+                    due_at=_maybe(event.due_us),
+                    restored_from=event.restored_from if isinstance(event, MemoryRevised) else None,
+                )
+            if at >= memory.offsets[-1]:
+                break
 
     def _version(self, memory: Kept, version: int) -> _Old:
         if not 1 <= version <= len(memory.offsets):

@@ -67,9 +67,13 @@ def check(home: Path, lines: list[dict[str, object]]) -> None:
         # No acknowledged revision lost: each is one version of its memory, none twice.
         revised = [(str(line["revised"]), line["version"]) for line in lines if "revised" in line]
         assert len(set(revised)) == len(revised)
-        for memory_id, version in revised:
-            history = keeper.history(parse(HistoryRequest, {"id": memory_id})).versions
-            assert version in [v.version for v in history]
+        versions = {
+            memory_id: {
+                v.version for v in keeper.history(parse(HistoryRequest, {"id": memory_id})).versions
+            }
+            for memory_id in {m for m, _ in revised}
+        }
+        assert all(version in versions[memory_id] for memory_id, version in revised)
         for memory_id in set(holders.values()):
             done = sum(1 for m, _ in revised if m == memory_id)
             assert view.memories[str(memory_id)].version == done + 1
