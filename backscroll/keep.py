@@ -75,6 +75,7 @@ from projector.state import State
 from query.kept import KeptReader, Scored
 
 if TYPE_CHECKING:
+    from backscroll.crypto import FrameCrypto
     from backscroll.store import MemoryStore
 
 CLAIMED_KINDS = frozenset({"preference", "fact", "decision"})
@@ -642,6 +643,33 @@ def line(memory: Kept, text: str, value: str, kept_until: int | None) -> str:
     if memory.proposed:
         parts.append("proposed, waiting for review")
     return f"{text} [{'; '.join(parts)}]"
+
+
+def resealed(
+    event: MemoryKept | MemoryRevised, encrypt: bool, crypto: FrameCrypto | None
+) -> MemoryKept | MemoryRevised:
+    """A version's event with its text sealed or opened as ``encrypt`` asks (``reindex``
+    after ``encrypt_text`` changed); unchanged when it is so already."""
+    if event.encrypted == encrypt:
+        return event
+    if crypto is None:
+        raise KeyUnavailableError("kept memories cannot be rewritten: the key is not available")
+    version = event.version if isinstance(event, MemoryRevised) else 1
+    if event.encrypted:
+        opened = crypto.decrypt_memory(event.memory_id, version, event.ciphertext)
+        text, value = msgspec.msgpack.decode(opened)
+        return msgspec.structs.replace(
+            event, text=text, value=value, ciphertext=b"", encrypted=False, blind_tokens=()
+        )
+    sealed = msgspec.msgpack.encode((event.text, event.value))
+    return msgspec.structs.replace(
+        event,
+        text="",
+        value="",
+        ciphertext=crypto.encrypt_memory(event.memory_id, version, sealed),
+        encrypted=True,
+        blind_tokens=crypto.blind_tokens(f"{event.text} {event.value}"),
+    )
 
 
 def verify_kept(store: MemoryStore) -> list[str]:

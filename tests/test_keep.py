@@ -460,3 +460,28 @@ def test_clearing_frames_names_the_memories_citing_them_or_forgets_them_too(
     assert code == 0 and f"forgot 1 kept memory(ies) citing them: {firefox}" in out
     _, out, _ = run(capsys, "keep", "list", "--json")
     assert [m["id"] for m in json.loads(out)["memories"]] == [terminal]
+
+
+def test_reindex_seals_kept_memories_when_encrypt_text_is_turned_on(
+    backscroll_home: Path,
+) -> None:
+    from backscroll.reindex import reindex
+
+    with MemoryStore(write=True) as store:
+        kept = keep(Keeper(store), **{**SPANISH, "text": "Answers in quixotical Spanish."})
+        keeper = Keeper(store)
+        keeper.revise(
+            parse(ReviseRequest, {"id": kept.memory.id, "expected_version": 1, "text": "Q2 zyx."})
+        )
+        assert files_containing(backscroll_home, "quixotical")
+        store.set_config(encrypt_text=True)
+        reindex(store)
+    assert files_containing(backscroll_home, "quixotical") == []
+    assert files_containing(backscroll_home, "zyx") == []
+    with MemoryStore() as store:
+        reader = Keeper(store)
+        assert resolve(reader).memory.text == "Q2 zyx."
+        versions = reader.history(parse(HistoryRequest, {"id": kept.memory.id})).versions
+        assert [v.text for v in versions] == ["Answers in quixotical Spanish.", "Q2 zyx."]
+        found = reader.search(parse(KeptSearchRequest, {"query": "zyx"}))
+        assert [h.id for h in found.memories] == [kept.memory.id]
