@@ -113,6 +113,8 @@ class Keeper:
         start = 0 if saved is None else max(saved.position, state_position) + 1
         self.reader = KeptReader(saved or KeptView(), self._open, self._blind)
         self._seen = start - 1
+        self._erasing = False
+        """A memory was forgotten under the lock: its text is erased once the lock is let go."""
         self.catch_up()
 
     @property
@@ -160,8 +162,11 @@ class Keeper:
                         "this claim was forgotten and marked do not keep again in this space",
                         memory_id=view.blocked[key],
                     )
-                if key in view.claims:
-                    held = view.claims[key]
+                held = view.claims.get(key)
+                if held is not None and self._idle(view.memories[held], now):
+                    self._expire(view.memories[held], now, origin)  # its claim is free again
+                    held = None
+                if held is not None:
                     refuse(
                         "claim_exists",
                         f"the claim is held by {held}: revise that memory",
@@ -187,6 +192,8 @@ class Keeper:
                 **sealed,
             )
             self._append(event)
+        if self._erasing:
+            self._erase()
         memory = self.view.memories[memory_id]
         self._views()
         return self._kept_answer(memory, similar=self.reader.similar(memory))
@@ -481,6 +488,25 @@ class Keeper:
             refuse("not_found", f"no memory {memory_id} (or it was forgotten)", memory_id=memory_id)
         return memory
 
+    def _idle(self, memory: Kept, now: int) -> bool:
+        until = self.view.kept_until(memory)
+        return until is not None and now >= until
+
+    def _expire(self, memory: Kept, now: int, origin: Origin) -> None:
+        """Forget a memory past its idle expiry (under the lock; the caller erases)."""
+        self._append(
+            MemoryForgotten(
+                ts_us=now,
+                memory_id=memory.id,
+                version=memory.version,
+                space=memory.space,
+                request_keys=tuple(memory.keys),
+                reason="idle",
+                origin=origin,
+            )
+        )
+        self._erasing = True
+
     def _replayed(self, key: str | None, digest: bytes) -> Kept | None:
         """The memory a retry of this write made; None for a new key. Refuses a key used
         for another write, or retired with a forgotten memory."""
@@ -517,6 +543,7 @@ class Keeper:
 
         self.store.log.compact(lambda _, event: None if wanted(event) else event)
         self.store.log.remove_aside(wanted)
+        self._erasing = False
 
     def _versions(self, memory: Kept) -> Iterator[MemoryVersion]:
         """Its versions, read in one pass over the log from the first."""

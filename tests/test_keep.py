@@ -248,6 +248,15 @@ def test_idle_expiry_is_per_space_reported_and_stops_serving(keeper: Keeper) -> 
     )
     keeper.store.log.append(old)
     assert [m.id for m in keeper.memories(parse(ListRequest, {})).memories] == [kept.id]
+    stale = msgspec.structs.replace(
+        old, memory_id="m_00000000000000ab", text="Claimed long ago.", **_claim()
+    )
+    keeper.store.log.append(stale)
+    assert refusal(keeper.get, parse(GetRequest, {"id": "m_00000000000000ab"})).error == "not_found"
+    again = keep(keeper, text="Claimed again.", **_claim())  # the idle one's claim is free
+    assert keeper.view.forgotten["m_00000000000000ab"].reason == "idle"
+    assert resolve(keeper, subject="word", predicate="to_remember").memory.id == again.memory.id
+    assert files_containing(keeper.store.home, "Claimed long ago") == []
 
 
 # -- forgetting, encryption, the view ---------------------------------------------------------
