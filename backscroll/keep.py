@@ -26,12 +26,12 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 import msgspec
 
-from backscroll.contract.answers import local
+from backscroll._keep_lines import frame_of, line, maybe_time, time_of
 from backscroll.contract.keep import (
     ApproveRequest,
     DueRequest,
@@ -75,7 +75,6 @@ from projector.state import State
 from query.kept import KeptReader, Scored
 
 if TYPE_CHECKING:
-    from backscroll.crypto import FrameCrypto
     from backscroll.store import MemoryStore
 
 CLAIMED_KINDS = frozenset({"preference", "fact", "decision"})
@@ -263,7 +262,7 @@ class Keeper:
                 return ForgetAnswer(
                     id=request.id,
                     version=tomb.version,
-                    forgotten=_time(tomb.forgotten_us),
+                    forgotten=time_of(tomb.forgotten_us),
                     replayed=True,
                 )
             if key is not None and (key in self.view.keys or key in self.view.retired):
@@ -300,7 +299,7 @@ class Keeper:
         return ForgetAnswer(
             id=memory.id,
             version=memory.version,
-            forgotten=_time(now),
+            forgotten=time_of(now),
             do_not_keep=request.do_not_keep,
         )
 
@@ -403,7 +402,7 @@ class Keeper:
         scope = Scope(MAX_OFFSET, (), to_us(start), to_us(end), app)
         out = []
         for memory in self.view.memories.values():
-            frame = _frame_of(memory.source)
+            frame = frame_of(memory.source)
             if frame is None:
                 continue
             try:
@@ -438,12 +437,12 @@ class Keeper:
             context=memory.context,
             value=value,
             source=memory.source,
-            created=_time(memory.created_us),
-            updated=_time(memory.updated_us),
-            valid_from=_maybe(memory.valid_from_us),
-            valid_until=_maybe(memory.valid_until_us),
-            due_at=_maybe(memory.due_us),
-            kept_until=_maybe(until),
+            created=time_of(memory.created_us),
+            updated=time_of(memory.updated_us),
+            valid_from=maybe_time(memory.valid_from_us),
+            valid_until=maybe_time(memory.valid_until_us),
+            due_at=maybe_time(memory.due_us),
+            kept_until=maybe_time(until),
             line=line(memory, text, value, until),
         )
 
@@ -556,8 +555,8 @@ class Keeper:
                     text=text,
                     value=value,
                     source=event.source,
-                    time=_time(event.ts_us),
-                    due_at=_maybe(event.due_us),
+                    time=time_of(event.ts_us),
+                    due_at=maybe_time(event.due_us),
                     restored_from=event.restored_from if isinstance(event, MemoryRevised) else None,
                 )
             if at >= memory.offsets[-1]:
@@ -645,94 +644,6 @@ class _Old(msgspec.Struct, array_like=True):
     due_us: int | None
 
 
-def line(memory: Kept, text: str, value: str, kept_until: int | None) -> str:
-    """The line an agent reads: the text, then its kind, claim, dates and source."""
-    parts = [f"{memory.kind}, space {memory.space}"]
-    if memory.subject is not None:
-        context = f" ({memory.context})" if memory.context else ""
-        parts.append(f"claim {memory.subject} {memory.predicate}{context} = {value or '—'}")
-    dates = f"kept {_day(memory.created_us)}"
-    if memory.version > 1:
-        dates += f", revised {_day(memory.updated_us)} (version {memory.version})"
-    if memory.valid_from_us is not None:
-        dates += f", valid from {_day(memory.valid_from_us)}"
-    if memory.valid_until_us is not None:
-        dates += f", valid until {_day(memory.valid_until_us)}"
-    if memory.due_us is not None:
-        dates += f", due {_minute(memory.due_us)}"
-    dates += f", kept until {_day(kept_until)}" if kept_until else ", kept until forgotten"
-    parts.append(dates)
-    frame = _frame_of(memory.source)
-    if frame is not None:
-        parts.append(f"source: seen on screen, frame {frame}")
-    else:
-        parts.append(f"source: {memory.source}" if memory.source else "source: none given")
-    if memory.proposed:
-        parts.append("proposed, waiting for review")
-    return f"{text} [{'; '.join(parts)}]"
-
-
-def resealed(
-    event: MemoryKept | MemoryRevised, encrypt: bool, crypto: FrameCrypto | None
-) -> MemoryKept | MemoryRevised:
-    """A version's event with its text sealed or opened as ``encrypt`` asks (``reindex``
-    after ``encrypt_text`` changed); unchanged when it is so already."""
-    if event.encrypted == encrypt:
-        return event
-    if crypto is None:
-        raise KeyUnavailableError("kept memories cannot be rewritten: the key is not available")
-    version = event.version if isinstance(event, MemoryRevised) else 1
-    if event.encrypted:
-        opened = crypto.decrypt_memory(event.memory_id, version, event.ciphertext)
-        text, value = msgspec.msgpack.decode(opened)
-        return msgspec.structs.replace(
-            event, text=text, value=value, ciphertext=b"", encrypted=False, blind_tokens=()
-        )
-    sealed = msgspec.msgpack.encode((event.text, event.value))
-    return msgspec.structs.replace(
-        event,
-        text="",
-        value="",
-        ciphertext=crypto.encrypt_memory(event.memory_id, version, sealed),
-        encrypted=True,
-        blind_tokens=crypto.blind_tokens(f"{event.text} {event.value}"),
-    )
-
-
-def verify_kept(store: MemoryStore) -> list[str]:
-    """The kept view against the log (the memories it holds, their versions and review, as
-    far as it reaches), and no version of a forgotten memory left in the log."""
-    saved = KeptView.load(store.layout.views)
-    reach = saved.position if saved is not None else -1
-    replayed, upto = KeptView(), KeptView()
-    versions: dict[str, int] = {}
-    for offset, event in store.log.read(types=MEMORY_TYPES):
-        replayed.apply(offset, event)
-        if offset <= reach:
-            upto.apply(offset, event)
-        if isinstance(event, MemoryKept | MemoryRevised):
-            versions[event.memory_id] = offset
-    problems = [
-        f"memory {memory_id} was forgotten, but a version of it remains in the log at "
-        f"#{offset} (a forget cut short): `backscroll keep forget {memory_id}` erases it"
-        for memory_id, offset in versions.items()
-        if memory_id in replayed.forgotten
-    ]
-
-    def held(view: KeptView) -> dict[str, tuple[int, bool, str]]:
-        return {
-            m.id: (m.version, m.proposed, m.space)
-            for m in view.memories.values()
-            if m.id not in replayed.forgotten  # its versions are compacted away
-        }
-
-    if saved is not None and held(saved) != held(upto):
-        problems.append(
-            "the kept memories' view differs from the log: backscroll reindex --views-only"
-        )
-    return problems
-
-
 def _claim(space: str, subject: str, predicate: str, context: str) -> str:
     from projector.kept import claim_key
 
@@ -756,15 +667,8 @@ def _no_secret(*parts: str | None) -> None:
 
 
 def _check_source(source: str) -> None:
-    if source.startswith("frame:") and _frame_of(source) is None:
+    if source.startswith("frame:") and frame_of(source) is None:
         refuse("invalid", "a frame source is frame:<id>, the id a search or timeline gives")
-
-
-def _frame_of(source: str) -> int | None:
-    if not source.startswith("frame:"):
-        return None
-    digits = source.removeprefix("frame:")
-    return int(digits) if digits.isdecimal() and len(digits) <= 18 else None
 
 
 def _when(phrase: str | None) -> int | None:
@@ -775,19 +679,3 @@ def _when(phrase: str | None) -> int | None:
 
     start, _ = parse_when(phrase)
     return int(start.timestamp() * 1_000_000)
-
-
-def _time(us: int) -> datetime:
-    return local(datetime.fromtimestamp(us / 1_000_000, UTC))
-
-
-def _maybe(us: int | None) -> datetime | None:
-    return None if us is None else _time(us)
-
-
-def _day(us: int) -> str:
-    return _time(us).strftime("%Y-%m-%d")
-
-
-def _minute(us: int) -> str:
-    return _time(us).strftime("%Y-%m-%d %H:%M")

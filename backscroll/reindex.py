@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from backscroll.keep import resealed
+from backscroll.keep_upkeep import resealed
 from backscroll.record import redact_address, redact_frame, write_thumbnail
 from backscroll.store import MemoryStore
 from base.clock import now_us

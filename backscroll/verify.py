@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 from backscroll import keys
-from backscroll.keep import verify_kept
+from backscroll.keep_upkeep import verify_kept
 from backscroll.manage import stuck
 from backscroll.store import MemoryStore
 from eventlog.events import FRAME_TYPE, FrameCaptured

@@ -425,7 +425,7 @@ def test_status_counts_memories_proposed_ones_and_intentions_due(
 def test_verify_names_a_forget_cut_short_and_a_view_that_differs_from_the_log(
     keeper: Keeper, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from backscroll.keep import verify_kept
+    from backscroll.keep_upkeep import verify_kept
 
     kept = keep(keeper, text="Cut short.").memory
     keeper.store.refresh()

@@ -14,7 +14,8 @@ import pytest
 
 from backscroll.contract import parse
 from backscroll.contract.keep import HistoryRequest
-from backscroll.keep import Keeper, verify_kept
+from backscroll.keep import Keeper
+from backscroll.keep_upkeep import verify_kept
 from backscroll.store import MemoryStore
 from tests.conftest import REPO
 

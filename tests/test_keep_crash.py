@@ -15,7 +15,8 @@ import pytest
 
 from backscroll.contract import parse
 from backscroll.contract.keep import ForgetRequest, KeepRequest, ReviseRequest
-from backscroll.keep import Keeper, verify_kept
+from backscroll.keep import Keeper
+from backscroll.keep_upkeep import verify_kept
 from backscroll.store import MemoryStore
 from tests.faultfs import FaultFS, PowerCut, installed
 from tests.residue import files_containing
