@@ -30,8 +30,9 @@ KEPT_FILE = "kept.msgpack"
 DAY_US = 86_400_000_000
 
 
-class Kept(msgspec.Struct, kw_only=True):
-    """One memory as it stands: its latest version."""
+class Kept(msgspec.Struct, kw_only=True, array_like=True):
+    """One memory as it stands: its latest version. Stored as an array: the view of 100k
+    memories decodes in about half the time of maps with their field names."""
 
     id: str
     space: str

@@ -41,6 +41,8 @@ class KeptReader:
         self.open = open_
         self.blind = blind
         self._index: dict[str | bytes, set[str]] | None = None
+        self._tokens: dict[str, frozenset[str | bytes]] = {}
+        """Each indexed memory's words (or blind tokens), as the index holds them."""
 
     # -- keeping up ------------------------------------------------------------------------
 
@@ -91,26 +93,38 @@ class KeptReader:
             for memory_id in found:
                 counts[memory_id] = counts.get(memory_id, 0) + 1
         rank = {space: i for i, space in enumerate(spaces)}
-        scored = [
-            Scored(memory, n / len(wanted))
-            for memory_id, n in counts.items()
-            if (memory := self.view.memories[memory_id])
-            and (not spaces or memory.space in rank)
-            and self.served(memory, now_us)
-        ]
-        scored.sort(key=lambda s: (-s.score, rank.get(s.memory.space, 0), -s.memory.updated_us))
-        hits = [s for s in scored if s.score >= min_score][:limit]
-        near = [] if hits else scored[:NEAR_MISSES]
+        # Best first by how many of the query's words a memory holds: only the buckets a
+        # page reaches are ranked (at 100k memories a common word is in hundreds).
+        buckets: dict[int, list[Kept]] = {}
+        for memory_id, n in counts.items():
+            buckets.setdefault(n, []).append(self.view.memories[memory_id])
+        hits: list[Scored] = []
+        near: list[Scored] = []
+        for n in sorted(buckets, reverse=True):
+            score = n / len(wanted)
+            if score >= min_score:
+                shown, room = hits, limit - len(hits)
+            elif hits:
+                break
+            else:
+                shown, room = near, NEAR_MISSES - len(near)
+            if room <= 0:
+                break
+            served = [
+                m for m in buckets[n] if (not spaces or m.space in rank) and self.served(m, now_us)
+            ]
+            served.sort(key=lambda m: (rank.get(m.space, 0), -m.updated_us))
+            shown += [Scored(m, score) for m in served[:room]]
         return hits, near
 
     def similar(self, memory: Kept) -> list[Scored]:
         """Served memories of its space sharing at least ``SIMILAR`` of the words of the shorter
         of the two (a rephrasing adds or drops a few words; the share of all their words
         would call it new)."""
-        mine = self._keys(memory)
+        index = self._built()
+        mine = self._tokens[memory.id]
         if not mine:
             return []
-        index = self._built()
         counts: dict[str, int] = {}
         for key in mine:
             for other_id in index.get(key, ()):
@@ -119,7 +133,7 @@ class KeptReader:
         out = []
         for other_id, shared in counts.items():
             other = self.view.memories[other_id]
-            score = shared / min(len(mine), len(self._keys(other)))
+            score = shared / min(len(mine), len(self._tokens[other_id]))
             if other.space == memory.space and not other.proposed and score >= SIMILAR:
                 out.append(Scored(other, round(score, 3)))
         out.sort(key=lambda s: -s.score)
@@ -168,12 +182,13 @@ class KeptReader:
 
     def _add(self, memory: Kept) -> None:
         assert self._index is not None
-        for key in self._keys(memory):
+        keys = self._tokens[memory.id] = frozenset(self._keys(memory))
+        for key in keys:
             self._index.setdefault(key, set()).add(memory.id)
 
     def _unindex(self, memory: Kept) -> None:
         assert self._index is not None
-        for key in self._keys(memory):
+        for key in self._tokens.pop(memory.id, frozenset()):
             ids = self._index.get(key)
             if ids is not None:
                 ids.discard(memory.id)
