@@ -18,6 +18,9 @@ caught up by a writer (``views/kept.msgpack``).
 - write: ``Keeper.keep`` of a new memory with a claim and a request key, fsynced, views not
   caught up per write (the daemon or the next writer does); baseline: the log's own fsynced
   append of an event of the same size (``Log.append``).
+Each in-process row also gives the CPU time of the call (``time.process_time``), which a
+loaded machine does not stretch as it stretches the wall clock.
+
 - MCP: ``kept_memory`` resolve over stdio from the SDK's client to ``backscroll mcp``, one
   call after another, after a warm-up; baseline: ``screen_memory_status`` the same way.
 """
@@ -88,20 +91,33 @@ def build(home: Path, memories: int, spaces: int, rng: random.Random) -> list[tu
     return claims
 
 
+CPU: dict[int, list[float]] = {}
+"""The CPU time of each in-process measurement (keyed by its wall list's id): on a shared
+machine a wall-clock percentile is mostly the scheduler's; the CPU time is the work."""
+
+
 def timed(call: Callable[[], object], runs: int) -> list[float]:
-    out = []
+    wall, cpu = [], []
     for _ in range(runs):
-        start = time.perf_counter()
+        start, used = time.perf_counter(), time.process_time()
         call()
-        out.append((time.perf_counter() - start) * 1_000)
-    return out
+        wall.append((time.perf_counter() - start) * 1_000)
+        cpu.append((time.process_time() - used) * 1_000)
+    CPU[id(wall)] = cpu
+    return wall
 
 
 def row(name: str, values: list[float], target: str, baseline: str = "") -> str:
     p50, p90, p99 = (percentile(values, q) for q in (0.5, 0.9, 0.99))
+    cpu = CPU.get(id(values))
+    work = (
+        f"{percentile(cpu, 0.5):>7.3f} {percentile(cpu, 0.99):>7.3f}"
+        if cpu
+        else f"{'-':>7} {'-':>7}"
+    )
     return (
-        f"{name:<34} {len(values):>6} {p50:>8.3f} {p90:>8.3f} {p99:>8.3f} {max(values):>8.3f}"
-        f"  {target:<14} {baseline}"
+        f"{name:<36} {len(values):>6} {p50:>8.3f} {p90:>8.3f} {p99:>8.3f} {max(values):>8.3f}"
+        f" {work}  {target:<13} {baseline}"
     )
 
 
@@ -223,8 +239,8 @@ def main() -> None:
         mcp_kept, mcp_status = mcp_round_trips(home, args.mcp, claims[0])
 
     header = (
-        f"{'measure':<34} {'count':>6} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8}"
-        f"  {'target':<14} baseline (same run)"
+        f"{'measure (wall ms; cpu ms)':<36} {'count':>6} {'p50':>8} {'p90':>8} {'p99':>8}"
+        f" {'max':>8} {'cpu p50':>7} {'cpu p99':>7}  {'target':<13} baseline (same run)"
     )
     base_append = f"log append p50 {percentile(appends, 0.5):.3f} ms"
     base_status = f"screen_memory_status p50 {percentile(mcp_status, 0.5):.3f} ms"
