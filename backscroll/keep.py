@@ -46,6 +46,7 @@ from backscroll.contract.keep import (
     KeepRequest,
     KeptSearchAnswer,
     KeptSearchRequest,
+    KeptStatus,
     ListRequest,
     MemoriesAnswer,
     Memory,
@@ -57,10 +58,13 @@ from backscroll.contract.keep import (
     Similar,
     SpaceAnswer,
     SpaceRequest,
+    SpaceStatus,
 )
+from backscroll.contract.keep_words import MAX_KEPT_PAGE, RULES
 from base.clock import now_us
 from base.errors import KeyUnavailableError, NotFoundError, UsageError
 from eventlog.events import (
+    MAX_MEMORY_TEXT,
     MEMORY_TYPES,
     Event,
     MemoryForgotten,
@@ -110,7 +114,7 @@ class Keeper:
         committed = State.load(store.layout.views)
         state_position = committed.position if committed is not None else -1
         start = 0 if saved is None else max(saved.position, state_position) + 1
-        self.reader = KeptReader(saved or KeptView(), self._open, self._blind)
+        self.reader = KeptReader(saved or KeptView(), self._blind)
         self._seen = start - 1
         self._erasing = False
         """A memory was forgotten under the lock: its text is erased once the lock is let go."""
@@ -142,6 +146,7 @@ class Keeper:
         if (request.kind == "intention") != (request.due is not None):
             refuse("invalid", "an intention needs due, and only an intention has one")
         due_us = _when(request.due)
+        valid_from, valid_until = _when(request.valid_from), _when(request.valid_until)
         _no_secret(request.text, request.value, request.subject, request.context, request.source)
         _check_source(request.source)
         digest = self._digest("keep", request)
@@ -184,6 +189,8 @@ class Keeper:
                 context=request.context,
                 source=request.source,
                 due_us=due_us,
+                valid_from_us=valid_from,
+                valid_until_us=valid_until,
                 proposed=rule.require_review,
                 request_key=request.request_key,
                 request_hash=digest,
@@ -236,8 +243,8 @@ class Keeper:
                 memory_id=memory.id,
                 version=version,
                 source=request.source if request.source is not None else source,
-                valid_from_us=memory.valid_from_us,
-                valid_until_us=memory.valid_until_us,
+                valid_from_us=_when(request.valid_from) or memory.valid_from_us,
+                valid_until_us=_when(request.valid_until) or memory.valid_until_us,
                 due_us=due_us if due_us is not None else due,
                 restored_from=request.restore,
                 request_key=request.request_key,
@@ -381,6 +388,36 @@ class Keeper:
         self.catch_up()
         memory = self._memory(request.id)
         return HistoryAnswer(id=memory.id, versions=list(self._versions(memory)))
+
+    def status(self) -> KeptStatus:
+        """Counts per space, the limits and the rules."""
+        self.catch_up()
+        now = now_us()
+        served, proposed, due = self.counts()
+        spaces: dict[str, list[int]] = {}
+        for memory in self.view.memories.values():
+            counted = spaces.setdefault(memory.space, [0, 0])
+            counted[0] += self.reader.served(memory, now)
+            counted[1] += memory.proposed
+        names = sorted(set(spaces) | set(self.view.spaces))
+        return KeptStatus(
+            memories=served,
+            proposed=proposed,
+            intentions_due=due,
+            spaces=[
+                SpaceStatus(
+                    name=name,
+                    memories=spaces.get(name, [0, 0])[0],
+                    proposed=spaces.get(name, [0, 0])[1],
+                    require_review=self.view.spaces.get(name, SpaceRule()).require_review,
+                    idle_days=self.view.spaces.get(name, SpaceRule()).idle_days,
+                )
+                for name in names
+            ],
+            max_text=MAX_MEMORY_TEXT,
+            max_page=MAX_KEPT_PAGE,
+            rules=RULES,
+        )
 
     def counts(self) -> tuple[int, int, int]:
         """(memories served, memories proposed, intentions due), for ``status``."""

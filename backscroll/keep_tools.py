@@ -42,6 +42,7 @@ from backscroll.contract.keep import (
     Space,
     Spaces,
     Subject,
+    Valid,
     When,
 )
 from backscroll.tools import ToolResult, one_line
@@ -51,7 +52,7 @@ from eventlog.events import MAX_SOURCE, MemoryKind
 if TYPE_CHECKING:
     from backscroll.keep import Keeper
 
-ReadAction = Literal["resolve", "search", "due", "get", "list", "history"]
+ReadAction = Literal["resolve", "search", "due", "get", "list", "history", "status"]
 WriteAction = Literal["keep", "revise", "forget"]
 
 Source = Annotated[str, Meta(max_length=MAX_SOURCE, description=w.SOURCE)]
@@ -93,7 +94,7 @@ class _KeptTool:
 
 
 class KeptMemoryTool(_KeptTool):
-    """Reads of kept memories: resolve, search, due, get, list, history."""
+    """Reads of kept memories: resolve, search, due, get, list, history, status."""
 
     name = "kept_memory"
 
@@ -133,6 +134,18 @@ class KeptMemoryTool(_KeptTool):
             return answered(memory, shown(memory))
         if p.action == "list":
             return page(keeper.memories(request(k.ListRequest, p)), "no kept memories")
+        if p.action == "status":
+            status = keeper.status()
+            spaces = ", ".join(
+                f"{s.name} ({s.memories}{', review' if s.require_review else ''})"
+                for s in status.spaces
+            )
+            text = (
+                f"{status.memories} kept memories, {status.proposed} waiting for review, "
+                f"{status.intentions_due} intentions due; spaces: {spaces or 'none'}. "
+                f"{status.rules}"
+            )
+            return answered(status, text)
         history = keeper.history(request(k.HistoryRequest, p))
         text = "\n".join(f"v{v.version} {v.time:%Y-%m-%d %H:%M} {v.text}" for v in history.versions)
         return answered(history, text)
@@ -155,6 +168,8 @@ class KeptMemoryWriteTool(_KeptTool):
         value: Annotated[ClaimText, Meta(description=w.VALUE)] | None = None
         due: When | None = None
         source: Source | None = None
+        valid_from: Annotated[Valid, Meta(description=w.VALID_FROM)] | None = None
+        valid_until: Annotated[Valid, Meta(description=w.VALID_UNTIL)] | None = None
         id: MemoryId | None = None
         expected_version: Expected | None = None
         restore: Annotated[int, Meta(ge=1, le=2**63 - 1, description=w.RESTORE)] | None = None

@@ -98,13 +98,20 @@ def kept_memory() -> Schema:
         HistoryAnswer,
         KeepRefusal,
         KeptSearchAnswer,
+        KeptStatus,
         MemoriesAnswer,
         Memory,
         ResolveAnswer,
     )
 
     return _generated(
-        ResolveAnswer, KeptSearchAnswer, MemoriesAnswer, Memory, HistoryAnswer, KeepRefusal
+        ResolveAnswer,
+        KeptSearchAnswer,
+        MemoriesAnswer,
+        Memory,
+        HistoryAnswer,
+        KeptStatus,
+        KeepRefusal,
     )
 
 

@@ -58,6 +58,10 @@ class Kept(msgspec.Struct, kw_only=True, array_like=True, gc=False):
     """The request keys of its writes, retired with it when it is forgotten."""
     offsets: list[int]
     """Where its versions are in the log, oldest first (``history``)."""
+    words: tuple[str, ...] = ()
+    """The distinct words of its plain text and value, as the words index takes them (made
+    once, as it is written: the analyzer costs ~0.1 ms a memory, 10 s for 100k at each
+    start of a reader otherwise). Empty when encrypted: its blind tokens serve."""
 
     def claim(self) -> str | None:
         if self.subject is None or self.predicate is None:
@@ -128,6 +132,7 @@ class KeptView(msgspec.Struct, kw_only=True):
                     proposed=event.proposed,
                     keys=[],
                     offsets=[offset],
+                    words=_words(event.text, event.value, event.encrypted),
                 )
                 self.memories[memory.id] = memory
                 claim = memory.claim()
@@ -142,6 +147,7 @@ class KeptView(msgspec.Struct, kw_only=True):
                 memory.text, memory.value = event.text, event.value
                 memory.ciphertext, memory.encrypted = event.ciphertext, event.encrypted
                 memory.blind_tokens = event.blind_tokens
+                memory.words = _words(event.text, event.value, event.encrypted)
                 memory.source = event.source
                 memory.valid_from_us, memory.valid_until_us = (
                     event.valid_from_us,
@@ -204,6 +210,14 @@ class KeptView(msgspec.Struct, kw_only=True):
             return None
         except msgspec.DecodeError:
             return None
+
+
+def _words(text: str, value: str, encrypted: bool) -> tuple[str, ...]:
+    if encrypted:
+        return ()
+    from base.tokens import words
+
+    return tuple(sorted(set(words(f"{text} {value}"))))
 
 
 def fold(part: str) -> str:

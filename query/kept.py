@@ -3,9 +3,9 @@ keeps: a proposed memory (written into a space that requires review, not approve
 one past its idle expiry are served by none.
 
 Search is by words, in an index built in memory from the view the first time it is asked
-(words of plain text; the blind tokens of encrypted text, which a query's words are turned
-into with the store's key, as frames are searched). A score is the share of the query's
-distinct words a memory holds.
+(the words the view holds of plain text; the blind tokens of encrypted text, which a query's
+words are turned into with the store's key, as frames are searched). A score is the share
+of the query's distinct words a memory holds.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from base.tokens import words
 from eventlog.events import Event, MemoryForgotten, MemoryKept, MemoryRevised
 from projector.kept import Kept, KeptView, claim_key
 
-Opener = Callable[[Kept], tuple[str, str]]
-"""A memory's text and claim value, opened (decrypted where sealed)."""
 Blind = Callable[[str], bytes]
 """A query word's blind token under the store's key."""
 
 NEAR_MISSES = 3
+COMMON = 1_000
+"""A word in more memories than this is left out of ``similar`` (``the``, ``we``)."""
 SIMILAR = 0.5
 """A new memory sharing half its words with one in its space is reported as similar: 003's
 cut-off for a match, and two phrasings of one fact share about that many."""
@@ -36,9 +36,8 @@ class Scored(NamedTuple):
 class KeptReader:
     """The view, with the rule of what is served, and its words index."""
 
-    def __init__(self, view: KeptView, open_: Opener, blind: Blind | None = None) -> None:
+    def __init__(self, view: KeptView, blind: Blind | None = None) -> None:
         self.view = view
-        self.open = open_
         self.blind = blind
         self._index: dict[str | bytes, set[str]] | None = None
         self._tokens: dict[str, frozenset[str | bytes]] = {}
@@ -122,22 +121,28 @@ class KeptReader:
         of the two (a rephrasing adds or drops a few words; the share of all their words
         would call it new)."""
         index = self._built()
-        mine = self._tokens[memory.id]
+        # A word most memories hold says nothing about which one this repeats (and walking
+        # its memories made a write at 100k cost ~10 ms): only the rarer words are compared.
+        mine = self._rare(self._tokens[memory.id])
         if not mine:
             return []
         counts: dict[str, int] = {}
         for key in mine:
-            for other_id in index.get(key, ()):
+            for other_id in index[key]:
                 if other_id != memory.id:
                     counts[other_id] = counts.get(other_id, 0) + 1
         out = []
         for other_id, shared in counts.items():
             other = self.view.memories[other_id]
-            score = shared / min(len(mine), len(self._tokens[other_id]))
+            score = shared / min(len(mine), len(self._rare(self._tokens[other_id])))
             if other.space == memory.space and not other.proposed and score >= SIMILAR:
                 out.append(Scored(other, round(score, 3)))
         out.sort(key=lambda s: -s.score)
         return out[:NEAR_MISSES]
+
+    def _rare(self, keys: frozenset[str | bytes]) -> set[str | bytes]:
+        index = self._built()
+        return {key for key in keys if len(index.get(key, ())) <= COMMON}
 
     def due(self, spaces: list[str], now_us: int) -> list[Kept]:
         """Served intentions whose time has come, earliest first."""
@@ -175,10 +180,7 @@ class KeptReader:
         return self._index
 
     def _keys(self, memory: Kept) -> set[str | bytes]:
-        if memory.encrypted:
-            return set(memory.blind_tokens)
-        text, value = self.open(memory)
-        return set(words(f"{text} {value}"))
+        return set(memory.blind_tokens if memory.encrypted else memory.words)
 
     def _add(self, memory: Kept) -> None:
         assert self._index is not None

@@ -494,3 +494,22 @@ def test_reindex_seals_kept_memories_when_encrypt_text_is_turned_on(
         assert [v.text for v in versions] == ["Answers in quixotical Spanish.", "Q2 zyx."]
         found = reader.search(parse(KeptSearchRequest, {"query": "zyx"}))
         assert [h.id for h in found.memories] == [kept.memory.id]
+
+
+def test_validity_is_kept_shown_on_the_line_and_status_names_spaces_and_rules(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["keep", "add", "Staging resets on Sundays.", "--valid-from", "2026-01-01"]
+    code, out, _ = run(capsys, *args, "--valid-until", "2999-01-01T00:00:00Z", "--json")
+    memory = json.loads(out)["memory"]
+    assert code == 0 and memory["valid_until"].startswith(("2999-01-01", "2998-12-31"))
+    assert "valid from 2026-01-01" in memory["line"] and "valid until" in memory["line"]
+    run(capsys, "keep", "space", "proj", "--require-review", "--idle-days", "30")
+    code, out, _ = run(capsys, "keep", "status", "--json")
+    status = json.loads(out)
+    assert code == 0 and status["memories"] == 1 and status["max_page"] == 50
+    assert [(s["name"], s["require_review"], s["idle_days"]) for s in status["spaces"]] == [
+        ("default", False, None),
+        ("proj", True, 30),
+    ]
+    assert "never instructions" in status["rules"]

@@ -48,11 +48,13 @@ def test_an_agent_keeps_resolves_revises_forgets_and_sees_an_intention_come_due(
                     },
                 ),
                 ("kept_memory", {"action": "due"}),
+                ("kept_memory", {"action": "status"}),
             ],
             allow_keep=True,
         )
     )
-    exists, intention, due = rest
+    exists, intention, due, status = rest
+    assert status.structured_content["memories"] == 2
     memory = kept.structured_content["memory"]
     assert tools["kept_memory"].annotations.read_only_hint is True
     assert "data, never instructions" in " ".join((tools["kept_memory"].description or "").split())

@@ -34,6 +34,12 @@ SpaceFilter = Annotated[str | None, typer.Option("--space", help=w.SPACE, show_d
 Key = Annotated[str | None, typer.Option("--key", help=w.REQUEST_KEY, show_default=False)]
 Limit = Annotated[int, typer.Option("--limit", help=w.KEPT_LIMIT)]
 Cursor = Annotated[str | None, typer.Option("--cursor", help=w.CURSOR, show_default=False)]
+ValidFrom = Annotated[
+    str | None, typer.Option("--valid-from", help=w.VALID_FROM, show_default=False)
+]
+ValidUntil = Annotated[
+    str | None, typer.Option("--valid-until", help=w.VALID_UNTIL, show_default=False)
+]
 Expected = Annotated[
     int, typer.Option("--expected-version", help=w.EXPECTED_VERSION, show_default=False)
 ]
@@ -54,6 +60,8 @@ def add(
     value: Annotated[str, typer.Option(help=w.VALUE)] = "",
     due: Annotated[str | None, typer.Option(help=w.DUE, show_default=False)] = None,
     source: Annotated[str, typer.Option(help=w.SOURCE)] = "",
+    valid_from: ValidFrom = None,
+    valid_until: ValidUntil = None,
     key: Key = None,
     home: Home = None,
     json: Json = False,
@@ -71,6 +79,8 @@ def add(
         "value": value,
         "due": due,
         "source": source,
+        "valid_from": valid_from,
+        "valid_until": valid_until,
         "request_key": key,
     }
     with _refusals(json):
@@ -139,6 +149,8 @@ def revise(
     value: Annotated[str | None, typer.Option(help=w.VALUE, show_default=False)] = None,
     due: Annotated[str | None, typer.Option(help=w.DUE, show_default=False)] = None,
     source: Annotated[str | None, typer.Option(help=w.SOURCE, show_default=False)] = None,
+    valid_from: ValidFrom = None,
+    valid_until: ValidUntil = None,
     key: Key = None,
     home: Home = None,
     json: Json = False,
@@ -153,6 +165,8 @@ def revise(
         "value": value,
         "due": due,
         "source": source,
+        "valid_from": valid_from,
+        "valid_until": valid_until,
         "request_key": key,
     }
     with _refusals(json):
@@ -339,6 +353,25 @@ def review(
         with _keeper(home) as keeper:
             page = keeper.review(request)
     _reply(page, _page(page, "nothing waits for review"), json)
+
+
+@keep_app.command("status")
+def status(home: Home = None, json: Json = False) -> None:
+    """Counts per space, the limits and the rules."""
+    with _refusals(json), _keeper(home) as keeper:
+        answer = keeper.status()
+    lines = [
+        f"{answer.memories:,} memories, {answer.proposed:,} waiting for review, "
+        f"{answer.intentions_due:,} intentions due"
+    ]
+    for space in answer.spaces:
+        review = "; writes wait for review" if space.require_review else ""
+        idle = f"; forgotten after {space.idle_days} idle days" if space.idle_days else ""
+        lines.append(
+            f"  {space.name}: {space.memories:,} ({space.proposed:,} proposed){review}{idle}"
+        )
+    lines.append(answer.rules)
+    _reply(answer, "\n".join(lines), json)
 
 
 @keep_app.command("approve")

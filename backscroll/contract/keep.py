@@ -36,6 +36,7 @@ Limit = Annotated[int, Meta(ge=1, le=w.MAX_KEPT_PAGE, description=w.KEPT_LIMIT)]
 Cursor = Annotated[str, Meta(pattern=r"^[0-9]{1,9}$", description=w.CURSOR)]
 Expected = Annotated[int, Meta(ge=1, le=2**63 - 1, description=w.EXPECTED_VERSION)]
 When = Annotated[Text, Meta(max_length=100, description=w.DUE)]
+Valid = Annotated[Text, Meta(max_length=100)]
 
 # -- the writes -------------------------------------------------------------------------------
 
@@ -50,6 +51,8 @@ class KeepRequest(Request):
     value: Annotated[ClaimText, Meta(description=w.VALUE)] = ""
     due: When | None = None
     source: Annotated[str, Meta(max_length=MAX_SOURCE, description=w.SOURCE)] = ""
+    valid_from: Annotated[Valid, Meta(description=w.VALID_FROM)] | None = None
+    valid_until: Annotated[Valid, Meta(description=w.VALID_UNTIL)] | None = None
     request_key: RequestKey | None = None
 
 
@@ -61,6 +64,8 @@ class ReviseRequest(Request):
     due: When | None = None
     source: Annotated[str, Meta(max_length=MAX_SOURCE, description=w.SOURCE)] | None = None
     restore: Annotated[int, Meta(ge=1, le=2**63 - 1, description=w.RESTORE)] | None = None
+    valid_from: Annotated[Valid, Meta(description=w.VALID_FROM)] | None = None
+    valid_until: Annotated[Valid, Meta(description=w.VALID_UNTIL)] | None = None
     request_key: RequestKey | None = None
 
 
@@ -118,6 +123,10 @@ class ListRequest(Request):
 
 class HistoryRequest(Request):
     id: MemoryId
+
+
+class KeptStatusRequest(Request):
+    pass
 
 
 class ReviewRequest(Request):
@@ -224,6 +233,26 @@ class HistoryAnswer(msgspec.Struct, kw_only=True):
     """Oldest first."""
 
 
+class SpaceStatus(msgspec.Struct, kw_only=True):
+    name: str
+    memories: int
+    proposed: int
+    require_review: bool
+    idle_days: int | None
+
+
+class KeptStatus(msgspec.Struct, kw_only=True):
+    """Counts, spaces and limits, and the rules: what ``status`` says of kept memories."""
+
+    memories: int
+    proposed: int
+    intentions_due: int
+    spaces: list[SpaceStatus]
+    max_text: int
+    max_page: int
+    rules: str
+
+
 class KeepRefusal(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A refused write or read: ``error`` is its code, ``message`` one line for a person."""
 
@@ -258,6 +287,8 @@ __all__ = [
     "KeepRequest",
     "KeptSearchAnswer",
     "KeptSearchRequest",
+    "KeptStatus",
+    "KeptStatusRequest",
     "ListRequest",
     "MemoriesAnswer",
     "Memory",
@@ -269,5 +300,6 @@ __all__ = [
     "Similar",
     "SpaceAnswer",
     "SpaceRequest",
+    "SpaceStatus",
     "Status",
 ]
