@@ -117,32 +117,29 @@ class KeptReader:
         return hits, near
 
     def similar(self, memory: Kept) -> list[Scored]:
-        """Served memories of its space sharing at least ``SIMILAR`` of the words of the shorter
-        of the two (a rephrasing adds or drops a few words; the share of all their words
-        would call it new)."""
+        """Served memories of its space holding at least ``SIMILAR`` of its words (a
+        rephrasing adds or drops a few; the share of both memories' words would call it
+        new). A word most memories hold says nothing about which one this repeats, and
+        walking its memories made a write at 100k cost ~10 ms: only words fewer than
+        ``COMMON`` memories hold are compared."""
         index = self._built()
-        # A word most memories hold says nothing about which one this repeats (and walking
-        # its memories made a write at 100k cost ~10 ms): only the rarer words are compared.
-        mine = self._rare(self._tokens[memory.id])
+        mine = [key for key in self._tokens[memory.id] if len(index.get(key, ())) <= COMMON]
         if not mine:
             return []
         counts: dict[str, int] = {}
         for key in mine:
             for other_id in index[key]:
-                if other_id != memory.id:
-                    counts[other_id] = counts.get(other_id, 0) + 1
+                counts[other_id] = counts.get(other_id, 0) + 1
+        least = SIMILAR * len(mine)
         out = []
         for other_id, shared in counts.items():
             other = self.view.memories[other_id]
-            score = shared / min(len(mine), len(self._rare(self._tokens[other_id])))
-            if other.space == memory.space and not other.proposed and score >= SIMILAR:
-                out.append(Scored(other, round(score, 3)))
+            if shared < least or other_id == memory.id or other.space != memory.space:
+                continue
+            if not other.proposed:
+                out.append(Scored(other, round(shared / len(mine), 3)))
         out.sort(key=lambda s: -s.score)
         return out[:NEAR_MISSES]
-
-    def _rare(self, keys: frozenset[str | bytes]) -> set[str | bytes]:
-        index = self._built()
-        return {key for key in keys if len(index.get(key, ())) <= COMMON}
 
     def due(self, spaces: list[str], now_us: int) -> list[Kept]:
         """Served intentions whose time has come, earliest first."""
