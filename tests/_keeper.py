@@ -58,7 +58,7 @@ def own(keeper: Keeper, worker: int, i: int, retries: int) -> dict[str, object]:
 def claim(keeper: Keeper, worker: int, i: int, n: int) -> dict[str, object]:
     arguments = {
         "text": f"Claim {n} as worker {worker} saw it.",
-        "subject": "shared",
+        "subject": "team",
         "predicate": f"claim_{n}",
         "request_key": f"c{worker}-{i}",
     }
@@ -67,7 +67,7 @@ def claim(keeper: Keeper, worker: int, i: int, n: int) -> dict[str, object]:
 
 
 def revision(keeper: Keeper, worker: int, i: int, n: int) -> dict[str, object]:
-    found = keeper.resolve(parse(ResolveRequest, {"subject": "shared", "predicate": f"claim_{n}"}))
+    found = keeper.resolve(parse(ResolveRequest, {"subject": "team", "predicate": f"claim_{n}"}))
     if found.memory is None:
         return {"skipped": i}
     arguments = {

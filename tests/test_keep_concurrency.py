@@ -59,7 +59,7 @@ def check(home: Path, lines: list[dict[str, object]]) -> None:
         assert max(texts.values()) == 1
         holders = {line["claimed"]: line["id"] for line in lines if "claimed" in line}
         for n, memory_id in holders.items():
-            assert view.claims[f"default\x1fshared\x1fclaim_{n}\x1f"] == memory_id
+            assert view.claims[f"default\x1fteam\x1fclaim_{n}\x1f"] == memory_id
         # Every claim kept once: the other attempts were each told claim_exists.
         refused = Counter(str(line["refused"]) for line in lines if "refused" in line)
         claimed = sum(1 for line in lines if "claimed" in line)
