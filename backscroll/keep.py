@@ -136,19 +136,9 @@ class Keeper:
     # -- the writes ------------------------------------------------------------------------
 
     def keep(self, request: KeepRequest, origin: Origin = "cli") -> KeepAnswer:
-        claimed = request.subject is not None or request.predicate is not None
-        if claimed and (request.subject is None or request.predicate is None):
-            refuse("invalid", "a claim needs both subject and predicate")
-        if not claimed and (request.context or request.value):
-            refuse("invalid", "context and value belong to a claim: give subject and predicate")
-        if claimed and request.kind not in CLAIMED_KINDS:
-            refuse("invalid", f"an {request.kind} has no claim (only {', '.join(CLAIMED_KINDS)})")
-        if (request.kind == "intention") != (request.due is not None):
-            refuse("invalid", "an intention needs due, and only an intention has one")
+        claimed = checked(request)
         due_us = _when(request.due)
         valid_from, valid_until = _when(request.valid_from), _when(request.valid_until)
-        _no_secret(request.text, request.value, request.subject, request.context, request.source)
-        _check_source(request.source)
         digest = self._digest("keep", request)
         now = now_us()
         with self.store.log.locked():
@@ -205,13 +195,7 @@ class Keeper:
         return self._kept_answer(memory, similar=self.reader.similar(memory))
 
     def revise(self, request: ReviseRequest, origin: Origin = "cli") -> KeepAnswer:
-        if request.restore is not None and request.text is not None:
-            refuse("invalid", "give text or restore, not both")
-        for part in (request.text, request.value, request.source):
-            if part is not None:
-                _no_secret(part)
-        if request.source:
-            _check_source(request.source)
+        checked(request)
         due_us = _when(request.due)
         digest = self._digest("revise", request)
         with self.store.log.locked():
@@ -679,6 +663,38 @@ class _Old(msgspec.Struct, array_like=True):
     value: str
     source: str
     due_us: int | None
+
+
+def checked(request: KeepRequest | ReviseRequest) -> bool:
+    """Refuse a write that cannot be kept, before any store is opened (a refused command
+    leaves nothing behind): a claim half given, a kind and a claim or due that do not go
+    together, a time phrase that is none, a secret, a frame source that names no frame. For
+    a keep, whether it has a claim."""
+    if isinstance(request, ReviseRequest):
+        if request.restore is not None and request.text is not None:
+            refuse("invalid", "give text or restore, not both")
+        for part in (request.text, request.value, request.source):
+            if part is not None:
+                _no_secret(part)
+        if request.source:
+            _check_source(request.source)
+        for phrase in (request.due, request.valid_from, request.valid_until):
+            _when(phrase)
+        return False
+    claimed = request.subject is not None or request.predicate is not None
+    if claimed and (request.subject is None or request.predicate is None):
+        refuse("invalid", "a claim needs both subject and predicate")
+    if not claimed and (request.context or request.value):
+        refuse("invalid", "context and value belong to a claim: give subject and predicate")
+    if claimed and request.kind not in CLAIMED_KINDS:
+        refuse("invalid", f"an {request.kind} has no claim (only {', '.join(CLAIMED_KINDS)})")
+    if (request.kind == "intention") != (request.due is not None):
+        refuse("invalid", "an intention needs due, and only an intention has one")
+    for phrase in (request.due, request.valid_from, request.valid_until):
+        _when(phrase)
+    _no_secret(request.text, request.value, request.subject, request.context, request.source)
+    _check_source(request.source)
+    return claimed
 
 
 def _claim(space: str, subject: str, predicate: str, context: str) -> str:

@@ -513,3 +513,23 @@ def test_validity_is_kept_shown_on_the_line_and_status_names_spaces_and_rules(
         ("proj", True, 30),
     ]
     assert "never instructions" in status["rules"]
+
+
+def test_a_refused_write_leaves_nothing_behind_and_says_why_on_one_line(
+    capsys: pytest.CaptureFixture[str], backscroll_home: Path
+) -> None:
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    refusals = {
+        ("keep", "add", f"The token is {token}"): "holds a secret (github_token)",
+        ("keep", "add", "x", "--source", "frame:abc"): "a frame source is frame:<id>",
+        ("keep", "add", "x", "--kind", "intention"): "an intention needs due",
+        ("keep", "add", "x", "--due", "someday", "--kind", "intention"): "not a time expression",
+        ("keep", "add", "x", "--subject", "user"): "needs both subject and predicate",
+        ("keep", "resolve", "--subject", "u", "--predicate", "p", "--space", "A"): "spaces:",
+        ("keep", "add", "  "): "text: must not be empty or blank",
+    }
+    for args, said in refusals.items():
+        code, out, err = run(capsys, *args)
+        assert code == 1 and out == "" and said in err and token not in err, args
+        assert len(err.strip().splitlines()) == 1, args
+    assert not backscroll_home.exists()

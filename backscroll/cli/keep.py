@@ -68,6 +68,7 @@ def add(
 ) -> None:
     """Keep a memory; answers it (and similar memories you may revise instead)."""
     from backscroll.contract.keep import KeepRequest
+    from backscroll.keep import checked
 
     arguments = {
         "text": text,
@@ -85,6 +86,7 @@ def add(
     }
     with _refusals(json):
         request = _ask(KeepRequest, arguments)
+        checked(request)  # before the store opens: a refused write leaves nothing behind
         with _keeper(home, write=True) as keeper:
             kept = keeper.keep(request, "cli")
     lines = [_shown(kept.memory)]
@@ -157,6 +159,7 @@ def revise(
 ) -> None:
     """A new version of a memory's text (and its claim's value, an intention's due)."""
     from backscroll.contract.keep import ReviseRequest
+    from backscroll.keep import checked
 
     arguments = {
         "id": memory_id,
@@ -171,6 +174,7 @@ def revise(
     }
     with _refusals(json):
         request = _ask(ReviseRequest, arguments)
+        checked(request)  # before the store opens: a refused write leaves nothing behind
         with _keeper(home, write=True) as keeper:
             kept = keeper.revise(request, "cli")
     _reply(kept, _shown(kept.memory), json)
@@ -187,6 +191,7 @@ def restore(
 ) -> None:
     """Restore an earlier version (from history): a new version with its text."""
     from backscroll.contract.keep import ReviseRequest
+    from backscroll.keep import checked
 
     arguments = {
         "id": memory_id,
@@ -196,6 +201,7 @@ def restore(
     }
     with _refusals(json):
         request = _ask(ReviseRequest, arguments)
+        checked(request)  # before the store opens: a refused write leaves nothing behind
         with _keeper(home, write=True) as keeper:
             kept = keeper.revise(request, "cli")
     _reply(kept, _shown(kept.memory), json)

@@ -257,7 +257,7 @@ def _refusal(kind: type, arguments: dict[str, Any], message: str) -> str:
     value = arguments.get(name)
     if isinstance(value, float) and not math.isfinite(value):
         return f"{name}: must be a finite number, not {value}"
-    if "matching regex" in said:
+    if "matching regex" in said and said.endswith(f"{_NOT_BLANK}'"):
         return f"{name}: must not be empty or blank"
     bounds = _bounds(kind, name)
     if bounds is not None and isinstance(value, int) and not isinstance(value, bool):
