@@ -27,10 +27,11 @@ import hashlib
 import secrets
 from collections.abc import Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
+from backscroll._keep_checks import Refused, checked, claim_of, refuse, when
 from backscroll._keep_lines import frame_of, line, maybe_time, time_of
 from backscroll.contract.keep import (
     ApproveRequest,
@@ -42,7 +43,6 @@ from backscroll.contract.keep import (
     HistoryRequest,
     Hit,
     KeepAnswer,
-    KeepRefusal,
     KeepRequest,
     KeptSearchAnswer,
     KeptSearchRequest,
@@ -81,19 +81,8 @@ from query.kept import KeptReader, Scored
 if TYPE_CHECKING:
     from backscroll.store import MemoryStore
 
-CLAIMED_KINDS = frozenset({"preference", "fact", "decision"})
 
-
-class Refused(UsageError):
-    """A write or read refused with one of the contract's codes (``KeepRefusal``)."""
-
-    def __init__(self, refusal: KeepRefusal) -> None:
-        super().__init__(refusal.message)
-        self.refusal = refusal
-
-
-def refuse(error: Any, message: str, **details: Any) -> NoReturn:
-    raise Refused(KeepRefusal(error=error, message=message, **details))
+__all__ = ["Keeper", "Refused", "checked"]
 
 
 class Keeper:
@@ -137,8 +126,8 @@ class Keeper:
 
     def keep(self, request: KeepRequest, origin: Origin = "cli") -> KeepAnswer:
         claimed = checked(request)
-        due_us = _when(request.due)
-        valid_from, valid_until = _when(request.valid_from), _when(request.valid_until)
+        due_us = when(request.due)
+        valid_from, valid_until = when(request.valid_from), when(request.valid_until)
         digest = self._digest("keep", request)
         now = now_us()
         with self.store.log.locked():
@@ -149,7 +138,7 @@ class Keeper:
             view = self.view
             if claimed:
                 assert request.subject is not None and request.predicate is not None
-                key = _claim(request.space, request.subject, request.predicate, request.context)
+                key = claim_of(request.space, request.subject, request.predicate, request.context)
                 if key in view.blocked:
                     refuse(
                         "do_not_keep",
@@ -196,7 +185,7 @@ class Keeper:
 
     def revise(self, request: ReviseRequest, origin: Origin = "cli") -> KeepAnswer:
         checked(request)
-        due_us = _when(request.due)
+        due_us = when(request.due)
         digest = self._digest("revise", request)
         with self.store.log.locked():
             self.catch_up()
@@ -227,8 +216,8 @@ class Keeper:
                 memory_id=memory.id,
                 version=version,
                 source=request.source if request.source is not None else source,
-                valid_from_us=_when(request.valid_from) or memory.valid_from_us,
-                valid_until_us=_when(request.valid_until) or memory.valid_until_us,
+                valid_from_us=when(request.valid_from) or memory.valid_from_us,
+                valid_until_us=when(request.valid_until) or memory.valid_until_us,
                 due_us=due_us if due_us is not None else due,
                 restored_from=request.restore,
                 request_key=request.request_key,
@@ -663,72 +652,3 @@ class _Old(msgspec.Struct, array_like=True):
     value: str
     source: str
     due_us: int | None
-
-
-def checked(request: KeepRequest | ReviseRequest) -> bool:
-    """Refuse a write that cannot be kept, before any store is opened (a refused command
-    leaves nothing behind): a claim half given, a kind and a claim or due that do not go
-    together, a time phrase that is none, a secret, a frame source that names no frame. For
-    a keep, whether it has a claim."""
-    if isinstance(request, ReviseRequest):
-        if request.restore is not None and request.text is not None:
-            refuse("invalid", "give text or restore, not both")
-        for part in (request.text, request.value, request.source):
-            if part is not None:
-                _no_secret(part)
-        if request.source:
-            _check_source(request.source)
-        for phrase in (request.due, request.valid_from, request.valid_until):
-            _when(phrase)
-        return False
-    claimed = request.subject is not None or request.predicate is not None
-    if claimed and (request.subject is None or request.predicate is None):
-        refuse("invalid", "a claim needs both subject and predicate")
-    if not claimed and (request.context or request.value):
-        refuse("invalid", "context and value belong to a claim: give subject and predicate")
-    if claimed and request.kind not in CLAIMED_KINDS:
-        refuse("invalid", f"an {request.kind} has no claim (only {', '.join(CLAIMED_KINDS)})")
-    if (request.kind == "intention") != (request.due is not None):
-        refuse("invalid", "an intention needs due, and only an intention has one")
-    for phrase in (request.due, request.valid_from, request.valid_until):
-        _when(phrase)
-    _no_secret(request.text, request.value, request.subject, request.context, request.source)
-    _check_source(request.source)
-    return claimed
-
-
-def _claim(space: str, subject: str, predicate: str, context: str) -> str:
-    from projector.kept import claim_key
-
-    return claim_key(space, subject, predicate, context)
-
-
-def _no_secret(*parts: str | None) -> None:
-    from capture.redact import redact
-
-    kinds: set[str] = set()
-    for part in parts:
-        if part:
-            kinds.update(redact(part).counts)
-    if kinds:
-        found = ", ".join(sorted(kinds))
-        refuse(
-            "secret_detected",
-            f"the write holds a secret ({found}); nothing was kept",
-            kind=sorted(kinds),
-        )
-
-
-def _check_source(source: str) -> None:
-    if source.startswith("frame:") and frame_of(source) is None:
-        refuse("invalid", "a frame source is frame:<id>, the id a search or timeline gives")
-
-
-def _when(phrase: str | None) -> int | None:
-    """A due time: the start of what the phrase names, as ``--since`` reads it."""
-    if phrase is None:
-        return None
-    from query.when import parse_when
-
-    start, _ = parse_when(phrase)
-    return int(start.timestamp() * 1_000_000)
