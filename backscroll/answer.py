@@ -56,6 +56,10 @@ if TYPE_CHECKING:
 
 A = TypeVar("A")
 
+# What a kept memory's events hold of its content: the trail says what was kept, revised or
+# forgotten, when and by whom (scopes, never content), as it never shows a frame's text.
+KEPT_CONTENT = ("text", "value", "ciphertext", "blind_tokens", "request_hash")
+
 # Changing one of these changes how new frames are stored, not the frames already stored.
 PRIVACY = frozenset({"redact", "encrypt_text", "encrypt_thumbnails"})
 
@@ -229,6 +233,8 @@ def audit_log(store: MemoryStore, request: LogRequest) -> LogAnswer:
         detail = msgspec.to_builtins(event)
         kind, ts_us = detail.pop("k"), detail.pop("ts_us")
         detail.pop("v", None)  # the event's format version: the log's business, not the trail's
+        for field in KEPT_CONTENT:
+            detail.pop(field, None)
         entries.append(
             AuditEntry(
                 offset=offset,
@@ -309,8 +315,20 @@ def delete(
     if not request.confirm:
         shown = scope_text(start, end, request.app)
         raise UsageError(f"delete needs confirm=true; nothing was deleted (scope: {shown})")
+    from backscroll.keep import Keeper
+
+    keeper = Keeper(store)
+    citing = keeper.citing(start, end, request.app)
     removed = delete_(store, start=start, end=end, app=request.app, origin=origin)
-    return DeleteAnswer(start=_at(start), end=_at(end), app=request.app, deleted=removed)
+    forgotten = keeper.forget_citing(citing, origin) if request.forget_citing else []
+    return DeleteAnswer(
+        start=_at(start),
+        end=_at(end),
+        app=request.app,
+        deleted=removed,
+        cited_by=[] if request.forget_citing else [m.id for m in citing],
+        memories_forgotten=forgotten,
+    )
 
 
 def export(store: MemoryStore, request: ExportRequest) -> ExportAnswer:
