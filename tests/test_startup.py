@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from backscroll.cli.app import app, app_for
 from eventlog.active import ActiveIndex
 from tests.conftest import REPO
-from tests.helpers import import_line, run
+from tests.helpers import ago, import_line, populate, run
 
 # Libraries and project layers that a command imports in its body when it needs them.
 HEAVY = (
@@ -114,6 +114,26 @@ def test_a_search_loads_nothing_for_pictures_capture_agents_or_help() -> None:
     )
     assert sorted(m for m in modules if m.startswith(tuple(f"{u}." for u in unwanted))) == []
     assert not set(unwanted) & modules
+
+
+def test_a_search_over_months_loads_no_logging_thread_pool_or_tempfile() -> None:
+    """Months are searched on bare threads (``concurrent.futures`` imports ``logging``) and
+    opened through folders made without ``tempfile`` (which imports ``shutil`` and
+    ``random``)."""
+    populate(
+        [
+            {"ts": ago(60 * 24 * days), "app": "Terminal", "title": "zsh", "text": "invoice"}
+            for days in (1, 40, 80)  # three months
+        ]
+    )
+    modules = loaded_after(
+        "import sys\n"
+        "from backscroll.cli import main\n"
+        "sys.argv = ['backscroll', 'search', 'invoice']\n"
+        "main()"
+    )
+    assert "tantivy" in modules  # it did open the months
+    assert sorted({"logging", "concurrent.futures", "tempfile", "shutil"} & modules) == []
 
 
 def test_a_status_loads_no_writer_search_engine_logging_or_cipher() -> None:
