@@ -82,6 +82,8 @@ Span = tuple[datetime | None, datetime | None]
 
 def time_span(since: str | None, until: str | None, before: str | None = None) -> Span:
     """The time expressions of a request as a span (None: unbounded)."""
+    if since is None and until is None and before is None:
+        return None, None  # without importing the phrases' patterns: 0.09x Python's start
     from query.when import resolve_span
 
     return resolve_span(since, until, before)

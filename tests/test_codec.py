@@ -206,6 +206,13 @@ def test_reading_a_file_in_chunks_finds_what_one_read_finds(
     assert (pieces[-1].end, pieces[-1].torn) == (whole.end, whole.torn)
 
 
+def test_each_event_types_current_version_is_its_field_v_default() -> None:
+    """Read from the Struct's own tuples, as ``msgspec.structs.fields`` gives it."""
+    for cls in EVENT_TYPES:
+        [v] = [f.default for f in msgspec.structs.fields(cls) if f.name == "v"]
+        assert codec.CURRENT_VERSION[cls] == v, cls
+
+
 # -- upcasting ---------------------------------------------------------------------------------
 
 

@@ -352,7 +352,7 @@ def test_a_bad_export_is_reported_without_asking(home: Path, tmp_path: Path) -> 
 def test_backscroll_mcp_serves_over_stdio(home: Path) -> None:
     import typer
 
-    from backscroll.cli import app
+    from backscroll.cli.app import app
 
     commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
     assert "mcp" in commands, "backscroll/cli/app.py must register backscroll.cli.recall"
