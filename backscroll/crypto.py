@@ -120,9 +120,19 @@ class FrameCrypto:
 
     # -- blind tokens -------------------------------------------------------------------
 
-    def blind_tokens(self, text: str) -> tuple[bytes, ...]:
-        """The sorted, distinct blind tokens of the words of ``text``."""
-        return tuple(sorted({self._token(_canonical(word)) for word in set(words(text))}))
+    def blind_tokens(self, text: str, memo: dict[str, bytes] | None = None) -> tuple[bytes, ...]:
+        """The sorted, distinct blind tokens of the words of ``text``.
+
+        ``memo`` maps words to their tokens across calls, so a word seen before costs a look-up
+        instead of an HMAC: a writer of many frames (an import) keeps one in memory while it
+        runs, never on disk (its keys are screen text). The tokens are the same either way.
+        """
+        distinct = set(words(text))
+        known: dict[str, bytes] = {} if memo is None else memo
+        for word in distinct.difference(known):
+            known[word] = self._token(_canonical(word))
+        # Two words may share a canonical form, and so a token: hence the set.
+        return tuple(sorted(set(map(known.__getitem__, distinct))))
 
     def blind_token(self, word: str) -> bytes:
         """The blind token of one query word: the token ``blind_tokens`` gives that word."""
