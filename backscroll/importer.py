@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from backscroll.crypto import MEMO_WORDS
 from backscroll.record import record_frame
 from backscroll.store import MemoryStore
 from base import jsontext
@@ -28,11 +29,6 @@ if TYPE_CHECKING:
     from projector.runner import Projector
 
 IMPORT_BATCH = 1000
-MEMO_WORDS = 200_000
-"""How many words' blind tokens an import keeps in memory (~28 MB: the corpus's 130,000
-frames hold 59,480 distinct words, 8.4 MB of memo). A word's HMAC costs ~2 µs,
-and a frame of screen text holds ~100 distinct words, of which 3 were not in the frames
-before it over 10,000 frames of the corpus (10 within each batch of 1,000)."""
 
 
 TEXT_SOURCES = ("ax", "ocr", "none")
