@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from backscroll.crypto import MEMO_WORDS
 from backscroll.keep_upkeep import resealed
 from backscroll.record import redact_address, redact_frame, write_thumbnail
 from backscroll.store import MemoryStore
@@ -122,6 +123,7 @@ def _rewrite_log(
     config = store.config
     crypto = store.ensure_crypto()
     stale: list[str] = []
+    memo: dict[str, bytes] = {}  # word → blind token, for this reindex only
     total = max(1, store.state().totals().frames)
     seen = 0
 
@@ -138,8 +140,10 @@ def _rewrite_log(
         seen += 1
         if progress and seen % 500 == 0:
             progress(seen, total)
+        if len(memo) > MEMO_WORDS:
+            memo.clear()
         try:
-            new = _rewrite_frame(store, event, config, crypto, counts, stale)
+            new = _rewrite_frame(store, event, config, crypto, counts, stale, memo)
         except DecryptionError:
             counts["unreadable"] += 1  # a lost or wrong key: leave the frame as it is
             return event
@@ -171,6 +175,7 @@ def _rewrite_frame(
     crypto: FrameCrypto | None,
     counts: dict[str, int],
     stale: list[str],
+    memo: dict[str, bytes],
 ) -> FrameCaptured:
     text = (
         _opened(crypto).decrypt_text(frame.frame_id, frame.ciphertext)
@@ -203,7 +208,7 @@ def _rewrite_frame(
             text="" if encrypt else text,
             ciphertext=_opened(crypto).encrypt_text(frame.frame_id, text) if encrypt else b"",
             encrypted=encrypt,
-            blind_tokens=_opened(crypto).blind_tokens(text) if encrypt else (),
+            blind_tokens=_opened(crypto).blind_tokens(text, memo) if encrypt else (),
         )
     if redactions != frame.redactions:
         changes["redactions"] = redactions
