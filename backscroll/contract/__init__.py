@@ -58,6 +58,12 @@ if TYPE_CHECKING:
         local,
         to_json,
     )
+    from backscroll.contract.archive import (
+        ArchiveExportAnswer,
+        ArchiveExportRequest,
+        ArchiveImportAnswer,
+        ArchiveImportRequest,
+    )
     from backscroll.contract.requests import (
         AppText,
         Before,
@@ -90,6 +96,8 @@ if TYPE_CHECKING:
     from backscroll.contract.words import (
         ANNOUNCE,
         APP,
+        ARCHIVE_IN,
+        ARCHIVE_OUT,
         BACKEND,
         BEFORE,
         CONFIRM,
@@ -111,6 +119,7 @@ if TYPE_CHECKING:
         MAX_LIMIT,
         MAX_TIMELINE_LIMIT,
         MIN_INTERVAL,
+        PASSPHRASE_FILE,
         POLL,
         QUERY,
         REDACT,
@@ -130,6 +139,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ANNOUNCE",
     "APP",
+    "ARCHIVE_IN",
+    "ARCHIVE_OUT",
     "BACKEND",
     "BEFORE",
     "CONFIRM",
@@ -152,6 +163,7 @@ __all__ = [
     "MAX_LIMIT",
     "MAX_TIMELINE_LIMIT",
     "MIN_INTERVAL",
+    "PASSPHRASE_FILE",
     "POLL",
     "QUERY",
     "READ_ANSWERS",
@@ -169,6 +181,10 @@ __all__ = [
     "VIEWS_ONLY",
     "Answer",
     "AppText",
+    "ArchiveExportAnswer",
+    "ArchiveExportRequest",
+    "ArchiveImportAnswer",
+    "ArchiveImportRequest",
     "AuditEntry",
     "Before",
     "CaptureReason",
@@ -323,6 +339,13 @@ _WHERE = {
     "SOURCE": "backscroll.contract.words",
     "SKIP_BAD": "backscroll.contract.words",
     "VIEWS_ONLY": "backscroll.contract.words",
+    "ARCHIVE_IN": "backscroll.contract.words",
+    "ARCHIVE_OUT": "backscroll.contract.words",
+    "PASSPHRASE_FILE": "backscroll.contract.words",
+    "ArchiveExportAnswer": "backscroll.contract.archive",
+    "ArchiveExportRequest": "backscroll.contract.archive",
+    "ArchiveImportAnswer": "backscroll.contract.archive",
+    "ArchiveImportRequest": "backscroll.contract.archive",
 }
 
 __getattr__ = lazy_names(__name__, _WHERE)
