@@ -243,11 +243,11 @@ def import_(
     ] = None,
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help=contract.SKIP_BAD)] = False,
     archive: Annotated[
-        Path | None,
+        str | None,
         typer.Option("--archive", metavar="FILE", help=contract.ARCHIVE_IN, show_default=False),
     ] = None,
     passphrase_file: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--passphrase-file", metavar="PF", help=contract.PASSPHRASE_FILE, show_default=False
         ),
@@ -287,8 +287,8 @@ def import_(
 def _import_archive(
     source: str | None,
     skip_bad: bool,
-    archive: Path | None,
-    passphrase_file: Path | None,
+    archive: str | None,
+    passphrase_file: str | None,
     home: Path | None,
 ) -> None:
     from rich.progress import Progress
@@ -306,8 +306,8 @@ def _import_archive(
         raise UsageError("--skip-bad is for JSON Lines: an archive is restored whole or not at all")
     request = ask(
         contract.ArchiveImportRequest,
-        archive=str(archive),
-        passphrase_file=str(passphrase_file),
+        archive=archive,
+        passphrase_file=passphrase_file,
     )
     # The home is not opened as a store: opening it to write would make it, and an archive
     # is restored only into a home that holds nothing.

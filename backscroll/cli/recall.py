@@ -37,11 +37,11 @@ def export(
         typer.Option("--thumbnails/--no-thumbnails", help=contract.THUMBNAILS),
     ] = True,
     archive: Annotated[
-        Path | None,
+        str | None,
         typer.Option("--archive", metavar="FILE", help=contract.ARCHIVE_OUT, show_default=False),
     ] = None,
     passphrase_file: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--passphrase-file", metavar="PF", help=contract.PASSPHRASE_FILE, show_default=False
         ),
@@ -88,7 +88,7 @@ def export(
 
 
 def _export_archive(
-    archive: Path | None, passphrase_file: Path | None, others: list[str], home: Path | None
+    archive: str | None, passphrase_file: str | None, others: list[str], home: Path | None
 ) -> None:
     from rich.progress import Progress
 
@@ -105,8 +105,8 @@ def _export_archive(
         )
     request = ask(
         contract.ArchiveExportRequest,
-        archive=str(archive),
-        passphrase_file=str(passphrase_file),
+        archive=archive,
+        passphrase_file=passphrase_file,
     )
     with open_store(home) as store, Progress(transient=True) as bar:
         task = bar.add_task("archiving", total=None)
