@@ -151,13 +151,14 @@ def export_archive(
     totals = store.state().totals()
     if totals.encrypted_text or totals.encrypted_thumbnails:
         _key_needed(store)
+    end = store.log.next_offset()  # the archive holds the log as it is now
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(8)}.tmp")
     file = FS.create(tmp, exclusive=True)
     try:
         try:
             writer = Writer(file, passphrase, kdf)
             result = ExportResult(path=path)
-            for item in _items(store, result):
+            for item in _items(store, end, result):
                 writer.add(item)
                 result.events += 1
                 if progress and result.events % IMPORT_BATCH == 0:
@@ -166,6 +167,12 @@ def export_archive(
             file.fsync()
         finally:
             file.close()
+        if next(iter(store.log.records(end, types={DELETE_TYPE})), None) is not None:
+            # Its frames may be in what was written: no copy of them may be left.
+            raise UsageError(
+                "a deletion was asked for while the archive was written: nothing was kept; "
+                "export again"
+            )
         FS.link(tmp, path)
     except FileExistsError:
         raise UsageError(f"{path} exists: an archive is written to a new file") from None
@@ -184,8 +191,9 @@ def _key_needed(store: MemoryStore) -> None:
         raise UsageError(f"cannot export the encrypted frames: {status.problem}")
 
 
-def _items(store: MemoryStore, result: ExportResult) -> Iterator[Item]:
-    """Every event of the log as an item, frames opened, frames a deletion hides left out."""
+def _items(store: MemoryStore, end: int, result: ExportResult) -> Iterator[Item]:
+    """Every event of the log before ``end`` as an item, frames opened, frames a deletion
+    hides left out."""
     tombstones = sorted(
         (
             scope_of(e)
@@ -196,6 +204,8 @@ def _items(store: MemoryStore, result: ExportResult) -> Iterator[Item]:
     )
     crypto = store.crypto
     for record in store.log.records():
+        if record.offset >= end:
+            return
         if record.type in LEFT_BEHIND:
             continue
         if record.type != FRAME_TYPE:

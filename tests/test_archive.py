@@ -480,3 +480,20 @@ def test_the_archive_streams_with_a_reader_holding_one_chunk(tmp_path: Path) -> 
     buffer.seek(0)
     with pytest.raises(CorruptionError, match="not a Backscroll archive"):
         open_archive(buffer, PASSPHRASE)
+
+
+def test_a_deletion_while_the_archive_is_written_leaves_no_archive(
+    old: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import backscroll.archive
+
+    monkeypatch.setattr(backscroll.archive, "IMPORT_BATCH", 5)
+    target = tmp_path / "a.bsa"
+
+    def delete_now(_: int) -> None:
+        with MemoryStore(old, write=True) as store:
+            store.log.append(FramesDeleted(ts_us=now_us(), upto_id=3))
+
+    with MemoryStore(old) as store, pytest.raises(UsageError, match="export again"):
+        export_archive(store, target, PASSPHRASE, kdf=CHEAP, progress=delete_now)
+    assert list(tmp_path.glob("*a.bsa*")) == []
