@@ -41,7 +41,7 @@ import msgspec
 
 from backscroll.archive_format import DEFAULT_KDF, Item, Kdf, Writer, open_archive
 from base.errors import CorruptionError, DecryptionError, NotFoundError, UsageError
-from base.fs import FS, ensure_dir, fsync_dir, private_umask
+from base.fs import current, ensure_dir, fsync_dir, private_umask
 from base.processes import pid_alive
 from eventlog import codec
 from eventlog.events import (
@@ -153,7 +153,7 @@ def export_archive(
         _key_needed(store)
     end = store.log.next_offset()  # the archive holds the log as it is now
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(8)}.tmp")
-    file = FS.create(tmp, exclusive=True)
+    file = current().create(tmp, exclusive=True)
     try:
         try:
             writer = Writer(file, passphrase, kdf)
@@ -173,7 +173,7 @@ def export_archive(
                 "a deletion was asked for while the archive was written: nothing was kept; "
                 "export again"
             )
-        FS.link(tmp, path)
+        current().link(tmp, path)
     except FileExistsError:
         raise UsageError(f"{path} exists: an archive is written to a new file") from None
     finally:
@@ -319,7 +319,7 @@ def import_archive(
         staging = home.parent / (STAGING.format(name=home.name) + str(os.getpid()))
         try:
             _restore(staging, home, open_archive(file, passphrase), progress)
-            FS.rename(staging, home)
+            current().rename(staging, home)
         except OSError as exc:
             shutil.rmtree(staging, ignore_errors=True)
             if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):  # a store appeared meanwhile

@@ -344,6 +344,7 @@ def test_an_import_killed_part_way_leaves_the_home_as_it_was(
         "import os, signal, sys\n"
         "from pathlib import Path\n"
         "import backscroll.archive as a\n"
+        "import base.fs\n"
         "where = sys.argv[3]\n"
         "def die(*_):\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"
@@ -352,7 +353,7 @@ def test_an_import_killed_part_way_leaves_the_home_as_it_was(
         "    progress = lambda n: n >= 10 and die()\n"
         "else:\n"
         "    progress = None\n"
-        "    a.FS.rename = die\n"
+        "    base.fs.FS.rename = die\n"
         "a.import_archive(Path(sys.argv[1]), Path(sys.argv[2]), b'correct horse battery',\n"
         "                 progress=progress)\n"
     )
@@ -497,3 +498,31 @@ def test_a_deletion_while_the_archive_is_written_leaves_no_archive(
     with MemoryStore(old) as store, pytest.raises(UsageError, match="export again"):
         export_archive(store, target, PASSPHRASE, kdf=CHEAP, progress=delete_now)
     assert list(tmp_path.glob("*a.bsa*")) == []
+
+
+@pytest.mark.slow
+def test_a_power_cut_at_any_write_of_an_import_leaves_the_home_as_it_was_or_whole(
+    archive: Path, tmp_path: Path, old: Path
+) -> None:
+    from tests.faultfs import FaultFS, PowerCut, installed
+
+    expected = answers(old)
+    new = tmp_path / "new"
+    with installed(FaultFS()) as counting:
+        import_archive(new, archive, PASSPHRASE)
+        counting.power_cut()  # once it returns, the store is durable
+    assert answers(new) == expected
+    calls = counting.calls
+    shutil.rmtree(new)
+    # Every write of the last batch, the views and the commit; a sample of the rest.
+    points = sorted({*range(1, calls, max(1, calls // 12)), *range(max(1, calls - 40), calls + 1)})
+    for crash_at in points:
+        with installed(FaultFS(crash_at=crash_at)) as fs:
+            with pytest.raises(PowerCut):
+                import_archive(new, archive, PASSPHRASE)
+            fs.power_cut()
+        if new.exists():
+            assert answers(new) == expected, crash_at
+            shutil.rmtree(new)
+        for staged in tmp_path.glob(".new.import-*"):
+            shutil.rmtree(staged)
