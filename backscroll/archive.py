@@ -319,15 +319,18 @@ def import_archive(
         staging = home.parent / (STAGING.format(name=home.name) + str(os.getpid()))
         try:
             _restore(staging, home, open_archive(file, passphrase), progress)
-            current().rename(staging, home)
-        except OSError as exc:
-            shutil.rmtree(staging, ignore_errors=True)
-            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):  # a store appeared meanwhile
-                raise UsageError(f"{home} was filled while the archive was restored") from None
-            raise
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
+    try:
+        current().rename(staging, home)  # the commit point
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            raise UsageError(
+                f"{home} was filled while the archive was restored; nothing was imported"
+            ) from None
+        raise
     fsync_dir(home.parent)
     return result
 

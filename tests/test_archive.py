@@ -526,3 +526,23 @@ def test_a_power_cut_at_any_write_of_an_import_leaves_the_home_as_it_was_or_whol
             shutil.rmtree(new)
         for staged in tmp_path.glob(".new.import-*"):
             shutil.rmtree(staged)
+
+
+def test_a_home_filled_while_the_archive_is_restored_is_left_to_what_filled_it(
+    archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import backscroll.archive
+
+    new = tmp_path / "new"
+    restore = backscroll.archive._restore
+
+    def and_a_daemon_starts(*args: Any) -> None:
+        restore(*args)
+        new.mkdir()
+        (new / "daemon.json").write_text("{}")
+
+    monkeypatch.setattr(backscroll.archive, "_restore", and_a_daemon_starts)
+    with pytest.raises(UsageError, match="was filled while the archive was restored"):
+        import_archive(new, archive, PASSPHRASE)
+    assert listing(new) == {"daemon.json": b"{}"}
+    assert not list(tmp_path.glob(".new.import-*"))
