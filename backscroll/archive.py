@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from backscroll.archive_format import DEFAULT_KDF, Item, Kdf, Writer, open_archive
+from backscroll.archive_format import DEFAULT_KDF, Item, Kdf, Reader, Writer
 from base.errors import CorruptionError, DecryptionError, NotFoundError, UsageError
 from base.fs import current, ensure_dir, fsync_dir, private_umask
 from base.processes import pid_alive
@@ -308,17 +308,16 @@ def import_archive(
     except OSError as exc:
         raise UsageError(f"cannot read the archive {archive}: {exc.strerror}") from None
     with file:
-        items = open_archive(file, passphrase)
+        reader = Reader(file, passphrase)
         result = ImportResult(home=home)
         last = -1
-        for item in items:  # the first pass: everything checked, nothing written
+        for item in reader.items():  # the first pass: everything checked, nothing written
             last = _checked(item, last)
             _count(result, item)
-        file.seek(0)
         _sweep_staging(home)
         staging = home.parent / (STAGING.format(name=home.name) + str(os.getpid()))
         try:
-            _restore(staging, home, open_archive(file, passphrase), progress)
+            _restore(staging, home, reader.items(), progress)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise

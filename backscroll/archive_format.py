@@ -165,14 +165,27 @@ class Writer:
         self._size = 0
 
 
+class Reader:
+    """An archive opened with its passphrase: the header read and the key derived once (it
+    costs the KDF), the items read as often as asked, each chunk authenticated before any of
+    its items is given. ``UsageError`` for a wrong passphrase, ``CorruptionError`` for an
+    archive that is damaged (cut short, a byte changed, chunks moved), both one line."""
+
+    def __init__(self, file: BinaryIO, passphrase: bytes) -> None:
+        self._file = file
+        self._header = file.read(HEADER.size)
+        self._aead = _key(self._header, passphrase)
+
+    def items(self) -> Iterator[Item]:
+        """The items in order, from the first chunk."""
+        self._file.seek(HEADER.size)
+        return _chunks(self._file, self._header, self._aead)
+
+
 def open_archive(file: BinaryIO, passphrase: bytes) -> Iterator[Item]:
-    """The archive's items in order, each chunk authenticated before any of its items is
-    given: ``UsageError`` for a wrong passphrase, ``CorruptionError`` for an archive that is
-    damaged (cut short, a byte changed, chunks moved), both one line. The header is read and
-    the key derived before the first item is asked for."""
-    header = file.read(HEADER.size)
-    aead = _key(header, passphrase)
-    return _chunks(file, header, aead)
+    """The archive's items in order (``Reader``); the key is derived before the first item is
+    asked for."""
+    return Reader(file, passphrase).items()
 
 
 def _key(header: bytes, passphrase: bytes) -> AESGCM:
