@@ -6,7 +6,8 @@ the log holds, so what a later version records travels without more code here. W
 sealed with the store's key is opened on the way out and sealed with the new store's key on
 the way in, at the same frame id: today only frames hold such ciphertext (their text and
 thumbnail); an event type that adds some must be opened in ``_opened`` and sealed in
-``_sealed`` as frames are, or its ciphertext would travel bound to the old key. Left
+``_sealed`` as frames are (until then an export meeting one is refused, never written with
+ciphertext bound to the old key, which would not open again). Left
 behind, as they describe the old machine's files and not the person's memory: the key's own
 events (the new store records its key) and the damage a rewrite found there (the bytes kept
 aside are not carried). Frames a deletion
@@ -210,10 +211,17 @@ def _items(store: MemoryStore, end: int, result: ExportResult) -> Iterator[Item]
             continue
         if record.type != FRAME_TYPE:
             try:
-                codec.decode(record.payload)
+                event = codec.decode(record.payload)
             except (ValueError, KeyError, TypeError):  # verify names it; the archive leaves it
                 result.unreadable += 1
                 continue
+            if getattr(event, "ciphertext", b""):
+                # Sealed with this store's key, which does not travel: carried as it is, it
+                # would never open again. Refused until ``_opened`` and ``_sealed`` know it.
+                raise UsageError(
+                    f"the archive cannot carry {event.__struct_config__.tag} events sealed "
+                    "with the store's key yet; nothing was written"
+                )
             yield Item(record.offset, record.type, bytes(record.payload))
             continue
         try:
