@@ -7,11 +7,10 @@ sealed with the store's key is opened on the way out and sealed with the new sto
 the way in, at the same frame id: today only frames hold such ciphertext (their text and
 thumbnail); an event type that adds some must be opened in ``_opened`` and sealed in
 ``_sealed`` as frames are (until then an export meeting one is refused, never written with
-ciphertext bound to the old key, which would not open again). Left
-behind, as they describe the old machine's files and not the person's memory: the key's own
-events (the new store records its key) and the damage a rewrite found there (the bytes kept
-aside are not carried). Frames a deletion
-hides are never written, whether or not their purge completed.
+ciphertext bound to the old key, which would not open again). Left behind, as they describe
+the old machine's files and not the person's memory: the key's own events (the new store
+records its key) and the damage a rewrite found there (the bytes kept aside are not
+carried). Frames a deletion hides are never written, whether or not their purge completed.
 
 Restoring keeps every event at its offset, so a frame keeps its id and whatever cites one
 (a tombstone's ``upto_id``, a purge's ``request_id``, a kept memory's source) still holds.
