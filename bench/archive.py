@@ -45,18 +45,13 @@ def main() -> None:
     args = parser.parse_args()
     for line in machine():
         print(line)
-    stores: list[tuple[str, Path]] = []
-    for frames in args.frames or [130_000]:
-        from bench.search import search_store
+    from bench.search import search_store
 
-        home, _ = search_store(frames)
-        stores.append((f"corpus {frames:,}", home))
-    if args.thumbnails:
-        stores.append((f"thumbnails {args.thumbnails:,}", thumbnail_store(args.thumbnails)))
     rows = []
-    for name, home in stores:
-        rows += measure(name, home)
-        print(flush=True)
+    for frames in args.frames or [130_000]:  # each measured once built: the figures come first
+        rows += measure(f"corpus {frames:,}", search_store(frames)[0])
+    if args.thumbnails:
+        rows += measure(f"thumbnails {args.thumbnails:,}", thumbnail_store(args.thumbnails))
     print(f"load average at the end: {load()}")
     print()
     header = f"{'store':<20} {'step':<16} {'seconds':>8} {'frames/s':>10} {'MB/s':>7}"
@@ -123,6 +118,7 @@ def measure(name: str, home: Path) -> list[dict[str, Any]]:
         with MemoryStore(restored) as store:
             moved = store.state().totals().frames
         assert moved == frames, f"{moved:,} frames restored of {frames:,}"
+    print(flush=True)
     return rows
 
 
