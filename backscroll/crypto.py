@@ -98,6 +98,23 @@ class FrameCrypto:
                 f"frame {frame_id}: the decrypted text is invalid: {error}"
             ) from None
 
+    # -- kept memories ------------------------------------------------------------------
+
+    def encrypt_memory(self, memory_id: str, version: int, sealed: bytes) -> bytes:
+        """A kept memory's version, sealed with the text key; bound to its id and version
+        (``backscroll/memory/<id>/<version>``), so it opens as no frame and no other one."""
+        compressed = self._compressor().compress(sealed)
+        return _seal(self._ciphers()[0], _memory_data(memory_id, version), compressed)
+
+    def decrypt_memory(self, memory_id: str, version: int, blob: bytes) -> bytes:
+        text = self._ciphers()[0]
+        what = f"memory {memory_id}"
+        compressed = _open(text, _memory_data(memory_id, version), blob, 0, "text", what)
+        try:
+            return self._decompressor().decompress(compressed)
+        except zstandard.ZstdError as error:
+            raise DecryptionError(f"{what}: the decrypted text is invalid: {error}") from None
+
     # -- thumbnails ---------------------------------------------------------------------
 
     def encrypt_thumb(self, frame_id: int, jpeg: bytes) -> bytes:
@@ -168,25 +185,38 @@ def _associated_data(field: bytes, frame_id: int) -> bytes:
     return bytes((FORMAT_VERSION,)) + b"backscroll/" + field + b"/" + frame_id.to_bytes(8, "big")
 
 
+def _memory_data(memory_id: str, version: int) -> bytes:
+    name = memory_id.encode("ascii")
+    return (
+        bytes((FORMAT_VERSION,)) + b"backscroll/memory/" + name + b"/" + version.to_bytes(8, "big")
+    )
+
+
 def _seal(aead: AESGCM, associated_data: bytes, plaintext: bytes) -> bytes:
     nonce = os.urandom(NONCE_BYTES)
     return bytes((FORMAT_VERSION,)) + nonce + aead.encrypt(nonce, plaintext, associated_data)
 
 
-def _open(aead: AESGCM, associated_data: bytes, blob: bytes, frame_id: int, what: str) -> bytes:
+def _open(
+    aead: AESGCM,
+    associated_data: bytes,
+    blob: bytes,
+    frame_id: int,
+    what: str,
+    owner: str = "",
+) -> bytes:
     from cryptography.exceptions import InvalidTag
 
+    owner = owner or f"frame {frame_id}"
     if len(blob) < 1 + NONCE_BYTES + TAG_BYTES:
-        raise DecryptionError(f"frame {frame_id}: the encrypted {what} is truncated")
+        raise DecryptionError(f"{owner}: the encrypted {what} is truncated")
     if blob[0] != FORMAT_VERSION:
-        raise DecryptionError(
-            f"frame {frame_id}: the encrypted {what} has unknown format version {blob[0]}"
-        )
+        raise DecryptionError(f"{owner}: the encrypted {what} has unknown format version {blob[0]}")
     nonce = blob[1 : 1 + NONCE_BYTES]
     try:
         return aead.decrypt(nonce, blob[1 + NONCE_BYTES :], associated_data)
     except InvalidTag:
         raise DecryptionError(
-            f"frame {frame_id}: the encrypted {what} does not open "
-            f"(wrong key, or the data was changed or belongs to another frame)"
+            f"{owner}: the encrypted {what} does not open "
+            f"(wrong key, or the data was changed or belongs to another {owner.split()[0]})"
         ) from None

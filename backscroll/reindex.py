@@ -1,4 +1,5 @@
-"""``backscroll reindex``: apply the current redact / encrypt settings to every stored frame.
+"""``backscroll reindex``: apply the current redact / encrypt settings to every stored frame
+(and ``encrypt_text`` to every kept memory's versions).
 
 A log compaction that keeps every frame id, then thumbnails re-encrypted or decrypted, then
 the views rebuilt from the rewritten log. Interrupted, it is simply run again: frames already
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from backscroll.keep_upkeep import resealed
 from backscroll.record import redact_address, redact_frame, write_thumbnail
 from backscroll.store import MemoryStore
 from base.clock import now_us
@@ -28,7 +30,14 @@ from base.errors import (
     StoreError,
     is_disk_full,
 )
-from eventlog.events import Event, FrameCaptured, FramesRewritten, ReindexRequested
+from eventlog.events import (
+    Event,
+    FrameCaptured,
+    FramesRewritten,
+    MemoryKept,
+    MemoryRevised,
+    ReindexRequested,
+)
 from projector.runner import Projector, failure_line
 
 if TYPE_CHECKING:
@@ -118,6 +127,12 @@ def _rewrite_log(
 
     def rewrite(offset: int, event: Event) -> Event | None:
         nonlocal seen
+        if isinstance(event, MemoryKept | MemoryRevised):
+            try:
+                return resealed(event, bool(config.encrypt_text and crypto), crypto)
+            except DecryptionError:
+                counts["unreadable"] += 1
+                return event
         if not isinstance(event, FrameCaptured):
             return event
         seen += 1

@@ -22,10 +22,11 @@ from base.clock import now_us
 from base.errors import BackscrollError, DiskFullError, LockedError, is_disk_full
 from base.fs import current, ensure_dir, names, write_atomic
 from base.home import Layout
-from eventlog.codec import decode_or_report
+from eventlog.codec import decode_or_report, type_code
 from eventlog.contract import EventLog
 from eventlog.events import (
     FRAME_TYPE,
+    MEMORY_TYPES,
     DamageFound,
     Event,
     FrameCaptured,
@@ -34,6 +35,7 @@ from eventlog.events import (
 from eventlog.log import Log
 from eventlog.segment import Problem, Record
 from projector.indexer import SearchWriter
+from projector.kept import KeptView
 from projector.schema import partition_of
 from projector.state import Deletion, FrameStats, State, matches
 
@@ -75,11 +77,27 @@ class Projector:
         if state is None or self.search.position < 0 <= state.position:
             state = State()
         self.state = state
+        self.kept = self._kept_view()
+        self._kept_changed = False
         self._rebuild = False
         self._retry = False
         """A control event was applied (a person's command ran): what stopped a purge may be
         fixed, so a deletion whose purge failed is tried again. Not at every catch-up: the
         daemon's would read the whole log for the purge's plan every few seconds."""
+
+    def _kept_view(self) -> KeptView:
+        """The kept memories' view as saved, or built from the log's memory events up to the
+        state's position where it is missing or damaged (a store older than kept memories)."""
+        kept = KeptView.load(self.layout.views)
+        if kept is None:
+            kept = KeptView()
+            for offset, event in self.log.read(types=MEMORY_TYPES):
+                if offset > self.state.position:
+                    break
+                kept.apply(offset, event)
+            kept.position = self.state.position
+            kept.save(self.layout.views)
+        return kept
 
     def close(self) -> None:
         try:
@@ -203,11 +221,20 @@ class Projector:
             self.search.add(event)
         if offset > self.state.position:
             self.state.apply(offset, event)
+        if offset > self.kept.position and type_code(event) in MEMORY_TYPES:
+            self.kept.apply(offset, event)
+            self._kept_changed = True
 
     def _commit(self, position: int) -> None:
         # The state first: a reader never finds a frame whose app the state does not list
         # yet (an app filter without words takes its app names from the state).
         self.state.position = max(position, self.state.position)
+        if self._kept_changed:
+            # Before the state: a reader applies the memory events past the later of the
+            # two positions, so none at or below the state's may be missing here.
+            self.kept.position = max(position, self.kept.position)
+            self.kept.save(self.layout.views)
+            self._kept_changed = False
         self.state.save(self.layout.views)
         self.search.commit(max(position, self.search.position))
 
@@ -335,6 +362,7 @@ class Projector:
         """Replay the whole log into new generations of every view, then switch. Streamed:
         Tantivy indexes while the log is still being read, and no frame is held longer."""
         state = State()
+        kept = KeptView()
         total = self.log.next_offset() if progress else 0
         done = 0
 
@@ -344,6 +372,7 @@ class Projector:
             nonlocal done
             for offset, event in self.log.read(problems=problems):
                 state.apply(offset, event)
+                kept.apply(offset, event)
                 done += 1
                 if progress and done % BATCH_EVENTS == 0:
                     progress(done, total)
@@ -356,6 +385,9 @@ class Projector:
                 state.skip(problem.offset, problem.message)
         self.search.manifest.position = self.search.manifest.applying_upto = state.position
         self.search.manifest.save(self.layout.search)
+        kept.position = state.position
+        kept.save(self.layout.views)
+        self.kept = kept
         self.state = state
         self.state.save(self.layout.views)
         if progress:

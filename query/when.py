@@ -14,8 +14,9 @@ Every span is ``[start, end)``, timezone-aware, in the zone of ``now``:
     this month, last month        calendar months; ``this month`` runs to the 1st of next month
     3 days ago, an hour ago       a point: ``(t, t)``
     2026-09-01                    that whole day (``2026-9-1`` is accepted too)
-    2026-09-01 14:30              that minute, ``[14:30, 14:31)``; seconds are dropped, and an
-                                  explicit offset or ``Z`` is honoured and converted to now's zone
+    2026-09-01 14:30              that minute, ``[14:30, 14:31)``; with seconds
+    2026-09-01T14:30:05Z          (``14:30:05``) that second, fractions dropped; an explicit
+                                  offset or ``Z`` is honoured and converted to now's zone
 
 Clock arithmetic: minutes and hours are elapsed time (``2h`` is always 7,200 s), days and
 weeks are calendar steps (``3d`` starts at the same wall-clock time three days ago), and every
@@ -77,7 +78,7 @@ _AGO = re.compile(rf"(?:about )?(\d+|an?|one) ?({_UNIT}) ago")
 _DAY = re.compile(rf"(today|yesterday|this|(?:(?:last|past) )?(?:{_WEEKDAY}))(?: ({_PART}))?")
 _DATE = r"(\d{4})-(\d{1,2})-(\d{1,2})"
 _ISO_DATE = re.compile(_DATE)
-_CLOCK = r"(\d{1,2}):(\d{2})(?::(\d{2})(?:[.,]\d+)?)?"  # seconds and fractions are dropped
+_CLOCK = r"(\d{1,2}):(\d{2})(?::(\d{2})(?:[.,]\d+)?)?"  # fractions of a second are dropped
 _ISO_MINUTE = re.compile(rf"{_DATE}[t ]{_CLOCK} ?(z|[+-]\d{{2}}:?\d{{2}})?")
 
 
@@ -203,10 +204,11 @@ def _day_span(day: date, part: str | None, tz: tzinfo) -> _Span:
 
 def _minute_window(m: re.Match[str], tz: tzinfo) -> _Span:
     year, month, day, hour, minute = (int(m[i]) for i in range(1, 6))
-    time(hour, minute, int(m[6] or 0))  # rejects 24:00, 14:75 and 14:30:61 (ValueError)
+    second = int(m[6] or 0)
+    time(hour, minute, second)  # rejects 24:00, 14:75 and 14:30:61 (ValueError)
     offset = m[7]
     if offset is None:
-        start = _wall(date(year, month, day), hour, minute, tz)
+        start = _wall(date(year, month, day), hour, minute, tz) + timedelta(seconds=second)
     else:
         sign = -1 if offset[0] == "-" else 1
         digits = offset[1:].replace(":", "")
@@ -215,8 +217,10 @@ def _minute_window(m: re.Match[str], tz: tzinfo) -> _Span:
             if offset == "z"
             else timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
         )
-        start = datetime(year, month, day, hour, minute, tzinfo=given).astimezone(tz)
-    end = (start.astimezone(UTC) + timedelta(minutes=1)).astimezone(tz)
+        start = datetime(year, month, day, hour, minute, second, tzinfo=given).astimezone(tz)
+    # Given to the second, it names that second (a due time, a frame's moment).
+    step = timedelta(seconds=1) if m[6] else timedelta(minutes=1)
+    end = (start.astimezone(UTC) + step).astimezone(tz)
     return _Span(start, end, "minute")
 
 

@@ -69,6 +69,8 @@ def strategy_for(tp: Any) -> st.SearchStrategy[Any]:
         if base is int:
             lo = -(2**63) if meta.ge is None else meta.ge
             return st.integers(lo, 2**63 - 1 if meta.le is None else meta.le)
+        if base is str and meta.pattern is not None:
+            return st.from_regex(meta.pattern, fullmatch=True)
         if base is str:
             return st.text(min_size=meta.min_length or 0, max_size=40)
     if origin is Literal:

@@ -24,6 +24,7 @@ READ_TOOLS = {
     "screen_memory_status",
     "screen_memory_recent_context",
     "screen_memory_recent_segments",
+    "kept_memory",
 }
 
 
@@ -90,12 +91,13 @@ def test_read_only_tools_are_listed_and_manage_is_absent_without_the_flag(home: 
         "limit",
         "id",
         "include_image",
+        "cursor",
     ]
     assert schema["properties"]["limit"]["default"] == 15
     refused = run(call(build_server(home), "memory_manage", {"action": "resume"}))
     assert one_line_error(refused) == (
         "unknown tool 'memory_manage': use memory, screen_memory_status, "
-        "screen_memory_recent_context, screen_memory_recent_segments; "
+        "screen_memory_recent_context, screen_memory_recent_segments, kept_memory; "
         "memory_manage needs `backscroll mcp --allow-manage`"
     )
     assert "unknown tool 'a\\nb'" in one_line_error(run(call(build_server(home), "a\nb", {})))

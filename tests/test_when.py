@@ -123,12 +123,25 @@ def test_a_fixed_offset_now_keeps_its_offset_everywhere() -> None:
 
 
 def test_an_explicit_offset_is_converted_to_the_zone_of_now() -> None:
-    start, end = parse_when("2026-09-01T14:30:59+05:30", now=NOW)
+    start, end = parse_when("2026-09-01T14:30+05:30", now=NOW)
     assert (start.isoformat(), end.isoformat()) == (
         "2026-09-01T11:00:00+02:00",
         "2026-09-01T11:01:00+02:00",
     )
     assert parse_when("2026-09-01 12:00Z", now=NOW)[0].isoformat() == "2026-09-01T14:00:00+02:00"
+
+
+def test_a_time_given_to_the_second_names_that_second() -> None:
+    start, end = parse_when("2026-09-01T14:30:59+05:30", now=NOW)
+    assert (start.isoformat(), end.isoformat()) == (
+        "2026-09-01T11:00:59+02:00",
+        "2026-09-01T11:01:00+02:00",
+    )
+    start, end = parse_when("2026-09-01 14:30:05.25", now=NOW)
+    assert (start.isoformat(), end.isoformat()) == (
+        "2026-09-01T14:30:05+02:00",
+        "2026-09-01T14:30:06+02:00",
+    )
 
 
 def test_a_naive_now_is_read_as_local_time(monkeypatch: pytest.MonkeyPatch) -> None:

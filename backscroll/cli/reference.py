@@ -110,6 +110,7 @@ def arguments() -> list[str]:
         "reindex": contract.ReindexRequest,
         "export --archive": contract.ArchiveExportRequest,
         "import --archive": contract.ArchiveImportRequest,
+        "summary": contract.SummaryRequest,
     }
     lines = ["Arguments of each use case, for the CLI and the agent tools (backscroll/contract/):"]
     for use, kind in requests.items():

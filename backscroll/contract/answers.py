@@ -115,6 +115,8 @@ class SearchAnswer(Scope, kw_only=True, tag="search"):
     incomplete: str | None = None
     """Why the answer may lack matches (a damaged view it could not read, and the command
     that rebuilds it); None when it is whole."""
+    next_cursor: str | None = None
+    """More matches rank below these: the ``cursor`` that asks for them (None: no more)."""
 
 
 class TimelineAnswer(Scope, kw_only=True, tag="timeline"):
@@ -125,6 +127,9 @@ class TimelineAnswer(Scope, kw_only=True, tag="timeline"):
     why_empty: str | None
     incomplete: str | None = None
     """Why the answer may lack frames; None when it is whole."""
+    next_cursor: str | None = None
+    """More frames lie past these (later from a start, else earlier): the ``cursor`` that
+    asks for them (None: no more)."""
 
 
 class ShowAnswer(Frame, Answer, kw_only=True, tag="show"):
@@ -230,6 +235,11 @@ class Status(Counts, Answer, kw_only=True, tag="status"):
     deletions_stuck: list[str] = []
     """A line for each deletion whose purge could not complete: its frames hidden, what
     stops it and the command that finishes it."""
+    memories: int = 0
+    """Kept memories served (``backscroll keep``): neither proposed nor past idle expiry."""
+    memories_proposed: int = 0
+    """Kept memories waiting for review (``backscroll keep review``)."""
+    intentions_due: int = 0
 
 
 class AuditEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -282,6 +292,11 @@ class ConfigAnswer(Answer, kw_only=True, tag="config"):
 
 class DeleteAnswer(Scope, kw_only=True, tag="delete"):
     deleted: int
+    cited_by: list[str] = []
+    """Kept memories whose source is a deleted frame, kept (their source now points at a
+    deleted frame): forget them, or delete with ``forget_citing``."""
+    memories_forgotten: list[str] = []
+    """Kept memories citing a deleted frame, forgotten with it (``forget_citing``)."""
 
 
 class ExportAnswer(Scope, kw_only=True, tag="export"):

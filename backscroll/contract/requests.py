@@ -16,12 +16,14 @@ from backscroll.contract.words import (
     BACKEND,
     BEFORE,
     CONFIRM,
+    CURSOR,
     DENY,
     DURATION,
     ENCRYPT_TEXT,
     ENCRYPT_THUMBNAILS,
     EXPORT_LIMIT,
     FOLDER,
+    FORGET_CITING,
     FORMAT,
     FRAME_ID,
     HOTKEY,
@@ -29,6 +31,7 @@ from backscroll.contract.words import (
     INTERVAL,
     KIND,
     MATCHING,
+    MAX_CURSOR,
     MAX_EXPORT,
     MAX_FRAME_ID,
     MAX_LIMIT,
@@ -66,6 +69,9 @@ Duration = Annotated[Text | None, msgspec.Meta(description=DURATION)]
 Pattern = Annotated[Text | None, msgspec.Meta(description=DENY)]
 Folder = Annotated[Text | None, msgspec.Meta(description=FOLDER)]
 Matching = Annotated[Text | None, msgspec.Meta(description=MATCHING)]
+Cursor = Annotated[
+    Annotated[Text, msgspec.Meta(max_length=MAX_CURSOR)] | None, msgspec.Meta(description=CURSOR)
+]
 
 
 class Request(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -109,6 +115,7 @@ class SearchRequest(Request):
     until: Until = None
     app: AppText = None
     limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_LIMIT, description=SEARCH_LIMIT)] = 15
+    cursor: Cursor = None
 
 
 class TimelineRequest(Request):
@@ -118,6 +125,7 @@ class TimelineRequest(Request):
     limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_TIMELINE_LIMIT, description=TIMELINE_LIMIT)] = (
         50
     )
+    cursor: Cursor = None
 
 
 class ShowRequest(Request):
@@ -187,6 +195,7 @@ class DeleteRequest(Request):
     before: Before = None
     app: AppText = None
     confirm: Annotated[bool, Meta(description=CONFIRM)] = False
+    forget_citing: Annotated[bool, Meta(description=FORGET_CITING)] = False
 
 
 class ExportRequest(Request):
@@ -255,7 +264,7 @@ def _refusal(kind: type, arguments: dict[str, Any], message: str) -> str:
     value = arguments.get(name)
     if isinstance(value, float) and not math.isfinite(value):
         return f"{name}: must be a finite number, not {value}"
-    if "matching regex" in said:
+    if "matching regex" in said and said.endswith(f"{_NOT_BLANK}'"):
         return f"{name}: must not be empty or blank"
     bounds = _bounds(kind, name)
     if bounds is not None and isinstance(value, int) and not isinstance(value, bool):

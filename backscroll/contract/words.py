@@ -47,7 +47,8 @@ BACKEND = "Capture backend: auto, x11, wlroots or gnome."
 ANNOUNCE = "Tell apps to publish their text (AT-SPI IsEnabled)."
 KIND = (
     "Event kind (repeatable): "
-    "config, pause, resume, delete, purged, reindex, rewritten, dstart, dstop, key."
+    "config, pause, resume, delete, purged, reindex, rewritten, dstart, dstop, key, "
+    "kept, revised, forgotten, reviewed, space."
 )
 SOURCE = "JSON Lines: ts, app, title, text."
 SKIP_BAD = "Go on past malformed lines."
@@ -55,3 +56,16 @@ VIEWS_ONLY = "Only rebuild the views from the log."
 ARCHIVE_OUT = "Write the whole store to this new file, sealed under the passphrase (to move it)."
 ARCHIVE_IN = "Restore the store from this archive (export --archive) into a new home."
 PASSPHRASE_FILE = "A file holding the archive's passphrase (owner-only: mode 0600 or 0400)."
+MAX_SUMMARY_LIMIT = 100
+SUMMARY_LIMIT = (
+    f"Most apps, and most windows or sites, listed (the rest summed as other), 1 to "
+    f"{MAX_SUMMARY_LIMIT}."
+)
+SUMMARY_SINCE = f"{SINCE} Default: today."
+MAX_CURSOR = 512
+"""Characters of a cursor at most: the ones a search or timeline gives are under 80."""
+CURSOR = "The next page: the next_cursor of the answer before, with the same other arguments."
+FORGET_CITING = (
+    "Also forget the kept memories whose source is a deleted frame (else they are named, their "
+    "source pointing at a deleted frame)."
+)
