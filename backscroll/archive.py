@@ -4,13 +4,14 @@
 The archive is the log's events at their offsets (``backscroll.archive_format``), every type
 the log holds, so what a later version records travels without more code here. What is
 sealed with the store's key is opened on the way out and sealed with the new store's key on
-the way in, at the same frame id: today only frames hold such ciphertext (their text and
-thumbnail); an event type that adds some must be opened in ``_opened`` and sealed in
-``_sealed`` as frames are (until then an export meeting one is refused, never written with
-ciphertext bound to the old key, which would not open again). Left behind, as they describe
-the old machine's files and not the person's memory: the key's own events (the new store
-records its key) and the damage a rewrite found there (the bytes kept aside are not
-carried). Frames a deletion hides are never written, whether or not their purge completed.
+the way in, under the same id: frames' text and thumbnails (``_opened``, ``_sealed``) and
+kept memories' text and value (``_opened_memory``, ``_sealed_memory``); an event type that
+adds ciphertext must be handled there too (until then an export meeting one is refused,
+never written with ciphertext bound to the old key, which would not open again). Left
+behind, as they describe the old machine's files and not the person's memory: the key's own
+events (the new store records its key) and the damage a rewrite found there (the bytes kept
+aside are not carried). Frames a deletion hides and the versions of a forgotten memory are
+never written, whether or not their erasure completed.
 
 Restoring keeps every event at its offset, so a frame keeps its id and whatever cites one
 (a tombstone's ``upto_id``, a purge's ``request_id``, a kept memory's source) still holds.
@@ -52,6 +53,9 @@ from eventlog.events import (
     FrameCaptured,
     FramesDeleted,
     KeyCreated,
+    MemoryForgotten,
+    MemoryKept,
+    MemoryRevised,
 )
 from projector.state import Scope, matches, scope_of
 
@@ -61,6 +65,8 @@ if TYPE_CHECKING:
 
 LEFT_BEHIND = frozenset(TYPE_CODES[t] for t in (KeyCreated, DamageFound, DamageDiscarded))
 DELETE_TYPE = TYPE_CODES[FramesDeleted]
+FORGOTTEN_TYPE = TYPE_CODES[MemoryForgotten]
+VERSION_TYPES = frozenset(TYPE_CODES[t] for t in (MemoryKept, MemoryRevised))
 IMPORT_BATCH = 1000
 MAX_PASSPHRASE = 4096
 MIN_PASSPHRASE = 8
@@ -167,11 +173,11 @@ def export_archive(
             file.fsync()
         finally:
             file.close()
-        if next(iter(store.log.records(end, types={DELETE_TYPE})), None) is not None:
-            # Its frames may be in what was written: no copy of them may be left.
+        if next(iter(store.log.records(end, types={DELETE_TYPE, FORGOTTEN_TYPE})), None):
+            # Its frames (or memory) may be in what was written: no copy of them may be left.
             raise UsageError(
-                "a deletion was asked for while the archive was written: nothing was kept; "
-                "export again"
+                "a deletion or a forget was asked for while the archive was written: nothing "
+                "was kept; export again"
             )
         current().link(tmp, path)
     except FileExistsError:
@@ -202,11 +208,28 @@ def _items(store: MemoryStore, end: int, result: ExportResult) -> Iterator[Item]
         ),
         key=lambda scope: scope.upto_id,
     )
+    forgotten = {
+        e.memory_id
+        for _, e in store.log.read(types={FORGOTTEN_TYPE})
+        if isinstance(e, MemoryForgotten)
+    }
     crypto = store.crypto
     for record in store.log.records():
         if record.offset >= end:
             return
         if record.type in LEFT_BEHIND:
+            continue
+        if record.type in VERSION_TYPES:
+            try:
+                version = codec.decode(record.payload)
+            except (ValueError, KeyError, TypeError):
+                result.unreadable += 1
+                continue
+            assert isinstance(version, MemoryKept | MemoryRevised)
+            if version.memory_id in forgotten:  # its erasure may not have run yet
+                result.left_out += 1
+                continue
+            yield _opened_memory(crypto, record.offset, version, result)
             continue
         if record.type != FRAME_TYPE:
             try:
@@ -291,6 +314,37 @@ def _opened(
     )
 
 
+def _opened_memory(
+    crypto: FrameCrypto | None,
+    offset: int,
+    event: MemoryKept | MemoryRevised,
+    result: ExportResult,
+) -> Item:
+    """A kept memory's version as an item: its text and value in the clear. A keyed digest
+    of its write (``request_hash``, keyed where the text is sealed) cannot be keyed again
+    without the write itself, so it stays behind: a retry of that write after the move is
+    refused as another write with its key rather than answered as the first."""
+    if not event.encrypted:
+        return Item(offset, TYPE_CODES[type(event)], bytes(codec.encode(event)))
+    number = event.version if isinstance(event, MemoryRevised) else 1
+    try:
+        sealed = _needed(crypto).decrypt_memory(event.memory_id, number, event.ciphertext)
+        text, value = msgspec.msgpack.decode(sealed, type=tuple[str, str])
+    except (DecryptionError, msgspec.DecodeError):
+        result.unreadable += 1
+        text, value = "", ""
+    opened = msgspec.structs.replace(
+        event,
+        text=text,
+        value=value,
+        ciphertext=b"",
+        encrypted=False,
+        blind_tokens=(),
+        request_hash=b"",
+    )
+    return Item(offset, TYPE_CODES[type(event)], codec.encode(opened), seal_text=True)
+
+
 def _needed(crypto: FrameCrypto | None) -> FrameCrypto:
     if crypto is None:
         raise DecryptionError("the encryption key is not available")
@@ -371,6 +425,8 @@ def _checked(item: Item, last: int) -> int:
         raise CorruptionError(f"the archive is damaged: offset {item.offset} is not of its type")
     if isinstance(event, FrameCaptured) and (event.frame_id != item.offset or event.encrypted):
         raise CorruptionError(f"the archive is damaged: frame {item.offset} is not as written")
+    if isinstance(event, MemoryKept | MemoryRevised) and event.encrypted:
+        raise CorruptionError(f"the archive is damaged: memory #{item.offset} is not as written")
     return item.offset
 
 
@@ -412,10 +468,12 @@ def _restore(staging: Path, home: Path, items: Iterator[Item], progress: Progres
         with store.log.batch() as batch:
             for item in batch_items:
                 event = codec.decode(item.payload)
+                if crypto is None and (item.seal_text or item.seal_thumb):
+                    crypto = FrameCrypto(keys.create_key(staging, store_for=home))
                 if isinstance(event, FrameCaptured):
-                    if crypto is None and (item.seal_text or item.seal_thumb):
-                        crypto = FrameCrypto(keys.create_key(staging, store_for=home))
                     event = _sealed(event, item, crypto, staging)
+                elif isinstance(event, MemoryKept | MemoryRevised) and item.seal_text and crypto:
+                    event = _sealed_memory(event, crypto)
                 batch.skip_to(item.offset)
                 batch.append(event)
         written += len(batch_items)
@@ -475,4 +533,21 @@ def _sealed(
         thumb=thumb,
         thumb_encrypted=seal_thumb,
         thumb_bytes=thumb_bytes,
+    )
+
+
+def _sealed_memory(
+    event: MemoryKept | MemoryRevised, crypto: FrameCrypto
+) -> MemoryKept | MemoryRevised:
+    """A kept memory's version sealed with this store's key, as ``backscroll.keep`` seals it:
+    the text and value together, bound to its id and version, with their blind tokens."""
+    number = event.version if isinstance(event, MemoryRevised) else 1
+    pair = msgspec.msgpack.encode((event.text, event.value))
+    return msgspec.structs.replace(
+        event,
+        text="",
+        value="",
+        ciphertext=crypto.encrypt_memory(event.memory_id, number, pair),
+        encrypted=True,
+        blind_tokens=crypto.blind_tokens(f"{event.text} {event.value}"),
     )

@@ -574,3 +574,72 @@ def test_an_event_sealed_with_the_stores_key_that_the_archive_cannot_open_stops_
     with MemoryStore(old) as store, pytest.raises(UsageError, match="cannot carry sealed_note"):
         export_archive(store, target, PASSPHRASE, kdf=CHEAP)
     assert list(tmp_path.glob("*a.bsa*")) == []
+
+
+def _kept(home: Path) -> dict[str, Any]:
+    """What an agent reads of the kept memories: the list, each one's history, a claim."""
+    from backscroll.contract import parse
+    from backscroll.contract.keep import HistoryRequest, ListRequest, ResolveRequest
+    from backscroll.keep import Keeper
+
+    with MemoryStore(home) as store:
+        keeper = Keeper(store)
+        listed = keeper.memories(parse(ListRequest, {})).memories
+        return {
+            "memories": [msgspec.to_builtins(m) for m in listed],
+            "history": {
+                m.id: msgspec.to_builtins(keeper.history(parse(HistoryRequest, {"id": m.id})))
+                for m in listed
+            },
+            "claim": msgspec.to_builtins(
+                keeper.resolve(
+                    parse(ResolveRequest, {"subject": "staging", "predicate": "resets_on"})
+                )
+            ),
+        }
+
+
+def test_kept_memories_move_with_their_history_sealed_again_and_forgotten_ones_stay(
+    old: Path, tmp_path: Path
+) -> None:
+    from backscroll.contract import parse
+    from backscroll.contract.keep import ForgetRequest, KeepRequest, ReviseRequest
+    from backscroll.keep import Keeper
+    from eventlog.events import MemoryForgotten, MemoryKept
+
+    with MemoryStore(old, write=True) as store:  # encrypt_text is on: memories are sealed
+        keeper = Keeper(store)
+        fact = keeper.keep(
+            parse(
+                KeepRequest,
+                {
+                    "text": "The staging database resets on Sundays.",
+                    "subject": "staging",
+                    "predicate": "resets_on",
+                    "value": "sunday",
+                },
+            )
+        ).memory
+        keeper.revise(
+            parse(
+                ReviseRequest,
+                {"id": fact.id, "expected_version": 1, "text": "Staging resets on Sundays at 3."},
+            )
+        )
+        gone = keeper.keep(parse(KeepRequest, {"text": "Forget me: the word is periwinkle."}))
+        keeper.forget(parse(ForgetRequest, {"id": gone.memory.id}))
+        pending = keeper.keep(parse(KeepRequest, {"text": "Not erased yet: vermilion."}))
+        # A forget whose erasure has not run yet (a crash after its tombstone).
+        store.log.append(MemoryForgotten(ts_us=now_us(), memory_id=pending.memory.id, version=1))
+        assert all(e.encrypted for _, e in store.log.read() if isinstance(e, MemoryKept))
+    archive = exported(old, tmp_path / "a.bsa")
+    with archive.open("rb") as file:
+        payloads = [item.payload for item in open_archive(file, PASSPHRASE)]
+    assert any(b"Staging resets on Sundays at 3." in p for p in payloads)
+    assert not any(b"periwinkle" in p or b"vermilion" in p for p in payloads)
+    new = tmp_path / "new"
+    import_archive(new, archive, PASSPHRASE)
+    assert _kept(new) == _kept(old)
+    assert _kept(new)["claim"]["found"]
+    assert files_containing(new, "periwinkle") == files_containing(new, "vermilion") == []
+    assert files_containing(new, "Sundays") == []  # sealed again, under the new key
