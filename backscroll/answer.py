@@ -50,6 +50,12 @@ from backscroll.contract import (
 from base.errors import NotFoundError, UsageError
 
 if TYPE_CHECKING:
+    from backscroll.contract.archive import (
+        ArchiveExportAnswer,
+        ArchiveExportRequest,
+        ArchiveImportAnswer,
+        ArchiveImportRequest,
+    )
     from backscroll.contract.summary import SummaryAnswer, SummaryRequest
     from backscroll.importer import ImportResult
     from backscroll.store import MemoryStore
@@ -399,3 +405,46 @@ def _noted(text: str, answer: SearchAnswer | TimelineAnswer | SummaryAnswer) -> 
 
 def _at(when: datetime | None) -> datetime | None:
     return local(when) if when else None
+
+
+def export_archive(
+    store: MemoryStore,
+    request: ArchiveExportRequest,
+    progress: Callable[[int], None] | None = None,
+) -> ArchiveExportAnswer:
+    """The whole store in one new file sealed under the passphrase (``backscroll.archive``)."""
+    from backscroll.archive import export_archive as export_
+    from backscroll.archive import read_passphrase
+    from backscroll.contract.archive import ArchiveExportAnswer
+
+    passphrase = read_passphrase(Path(request.passphrase_file), new=True)
+    result = export_(store, Path(request.archive), passphrase, progress=progress)
+    return ArchiveExportAnswer(
+        path=str(result.path),
+        events=result.events,
+        frames=result.frames,
+        thumbnails=result.thumbnails,
+        bytes=result.bytes,
+        left_out=result.left_out,
+        unreadable=result.unreadable,
+    )
+
+
+def import_archive(
+    home: Path,
+    request: ArchiveImportRequest,
+    progress: Callable[[int], None] | None = None,
+) -> ArchiveImportAnswer:
+    """The archive restored into ``home``, a new store; nothing changed when it cannot be."""
+    from backscroll.archive import import_archive as import_
+    from backscroll.archive import read_passphrase
+    from backscroll.contract.archive import ArchiveImportAnswer
+
+    passphrase = read_passphrase(Path(request.passphrase_file))
+    result = import_(home, Path(request.archive), passphrase, progress=progress)
+    return ArchiveImportAnswer(
+        home=str(result.home),
+        events=result.events,
+        frames=result.frames,
+        thumbnails=result.thumbnails,
+    )

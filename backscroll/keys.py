@@ -52,6 +52,7 @@ __all__ = [
     "KEY_BYTES",
     "STORES",
     "KeyStatus",
+    "create_key",
     "encryption_installed",
     "fingerprint",
     "key_status",
@@ -157,6 +158,13 @@ def load_key(home: Path, *, create: bool) -> bytes | None:
             return None
         return _create_key(home, forced)
     return _load_recorded(home, info, forced)
+
+
+def create_key(home: Path, *, store_for: Path) -> bytes:
+    """A key for the store being made at ``home`` to become ``store_for`` (an archive is
+    restored beside its home, then renamed into place), in the key store ``store_for`` would
+    get: the default home's key goes to the keyring, as it would have."""
+    return _create_key(home, _forced_store(), store_for)
 
 
 def key_status(home: Path) -> KeyStatus:
@@ -281,14 +289,14 @@ def _load_recorded(home: Path, info: KeyInfo, forced: str | None) -> bytes:
     return key
 
 
-def _create_key(home: Path, forced: str | None) -> bytes:
+def _create_key(home: Path, forced: str | None, store_for: Path | None = None) -> bytes:
     ensure_dir(home)
     with _creation_lock(home):
         # Another process may have made the key while we waited for the lock.
         info = _read_keyinfo(home)
         if info is not None:
             return _load_recorded(home, info, forced)
-        store = _choose_store(home, forced)
+        store = _choose_store(store_for or home, forced)
         # A key already in the store (the keyring's entry is per user, shared by every home
         # kept there; a key file left by a crash before keyinfo.json was written) is adopted,
         # never overwritten: something may already be encrypted with it.

@@ -34,3 +34,11 @@ class Batch:
         self.parts += (record_header(codec.type_code(event), offset, payload), payload)
         self.next_offset += 1
         return offset
+
+    def skip_to(self, offset: int) -> None:
+        """Give the next event ``offset``, past the offsets between: a log may have gaps
+        (compaction leaves them) but never repeats one. An archive restored into a new store
+        keeps each event at its offset, so every frame keeps its id."""
+        if offset < self.next_offset:
+            raise ValueError(f"offset {offset} is before the next one, {self.next_offset}")
+        self.next_offset = offset

@@ -175,6 +175,14 @@ class FaultFS(FileSystem):
         folder.durable = dict(folder.names)
         folder.pending.clear()
 
+    def sync(self) -> None:
+        self._step("sync", Path("/"))
+        for file_id, data in self.content.items():
+            self.synced[file_id] = bytes(data)
+        for folder in self.folders.values():
+            folder.durable = dict(folder.names)
+            folder.pending.clear()
+
     # -- the power cut ---------------------------------------------------------------------
 
     def power_cut(self, rng: random.Random | None = None) -> None:

@@ -113,6 +113,20 @@ class LogContract:
         assert log.next_offset() == 0
         assert log.append(config(0)) == 0
 
+    def test_a_batch_may_skip_offsets_but_never_go_back(self, log: EventLog) -> None:
+        # A restored archive keeps each event at its offset, gaps included.
+        log.append(config(0))
+        with log.batch() as batch:
+            batch.skip_to(5)
+            assert batch.append(frame(5)) == 5
+            with pytest.raises(ValueError, match="offset 5 is before the next one, 6"):
+                batch.skip_to(5)
+            batch.skip_to(6)  # where it is: nothing skipped
+            assert batch.append(config(6)) == 6
+        assert offsets(log) == [0, 5, 6]
+        assert log.next_offset() == 7
+        assert log.append(config(7)) == 7
+
     def test_an_exception_inside_a_batch_discards_all_of_it(self, log: EventLog) -> None:
         log.append(config(0))
         with pytest.raises(RuntimeError), log.batch() as batch:

@@ -99,6 +99,10 @@ def test_no_command_opens_a_network_socket(
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
     sample_frames(tmp_path / "frames.jsonl")
+    passphrase = tmp_path / "passphrase"
+    passphrase.write_text("correct horse battery\n")
+    passphrase.chmod(0o600)
+    archive = ["--archive", str(tmp_path / "memory.bsa"), "--passphrase-file", str(passphrase)]
     commands = [
         ["import", str(tmp_path / "frames.jsonl")],
         ["search", "econnrefused"],
@@ -113,6 +117,8 @@ def test_no_command_opens_a_network_socket(
         ["config", "--encrypt-text", "on"],
         ["reindex", "-y"],
         ["export", "--out", str(tmp_path / "out")],
+        ["export", *archive],
+        ["import", *archive, "--home", str(tmp_path / "moved")],
         ["clear", "-y"],
     ]
     for args in commands:

@@ -283,15 +283,33 @@ def reindex(
 
 
 def import_(
-    source: Annotated[str, typer.Argument(metavar="FILE|-", help=contract.SOURCE)],
+    source: Annotated[
+        str | None, typer.Argument(metavar="FILE|-", help=contract.SOURCE, show_default=False)
+    ] = None,
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help=contract.SKIP_BAD)] = False,
+    archive: Annotated[
+        str | None,
+        typer.Option("--archive", metavar="FILE", help=contract.ARCHIVE_IN, show_default=False),
+    ] = None,
+    passphrase_file: Annotated[
+        str | None,
+        typer.Option(
+            "--passphrase-file", metavar="PF", help=contract.PASSPHRASE_FILE, show_default=False
+        ),
+    ] = None,
     home: Home = None,
 ) -> None:
-    """Append frames from JSON Lines (ts, app, title, text, text_source, image, url)."""
+    """Append frames from JSON Lines (ts, app, title, text, text_source, image, url); or, with
+    --archive, restore a store from its archive into a new home."""
     from rich.progress import Progress
 
     from backscroll import answer
 
+    if archive is not None or passphrase_file is not None:
+        _import_archive(source, skip_bad, archive, passphrase_file, home)
+        return
+    if source is None:
+        raise UsageError("import needs FILE (JSON Lines; - for standard input) or --archive FILE")
     request = ask(contract.ImportRequest, source=source, skip_bad=skip_bad)
     if request.source != "-" and not Path(request.source).is_file():
         raise UsageError(f"no such file: {request.source}")
@@ -309,3 +327,41 @@ def import_(
     for line in result.skipped:
         typer.echo(f"skipped {line}", err=True)
     typer.echo(f"imported {result.imported} frame(s)")
+
+
+def _import_archive(
+    source: str | None,
+    skip_bad: bool,
+    archive: str | None,
+    passphrase_file: str | None,
+    home: Path | None,
+) -> None:
+    from rich.progress import Progress
+
+    from backscroll import answer
+    from base.home import resolve_home
+
+    if archive is None:
+        raise UsageError("--passphrase-file goes with --archive FILE")
+    if passphrase_file is None:
+        raise UsageError("--archive needs --passphrase-file PF, a file holding the passphrase")
+    if source is not None:
+        raise UsageError(f"import takes FILE or --archive, not both ({source} and {archive})")
+    if skip_bad:
+        raise UsageError("--skip-bad is for JSON Lines: an archive is restored whole or not at all")
+    request = ask(
+        contract.ArchiveImportRequest,
+        archive=archive,
+        passphrase_file=passphrase_file,
+    )
+    # The home is not opened as a store: opening it to write would make it, and an archive
+    # is restored only into a home that holds nothing.
+    with Progress(transient=True) as bar:
+        task = bar.add_task("restoring", total=None)
+        result = answer.import_archive(
+            resolve_home(home), request, progress=lambda n: bar.update(task, completed=n)
+        )
+    typer.echo(
+        f"restored {result.events:,} event(s), {result.frames:,} frame(s) and "
+        f"{result.thumbnails:,} thumbnail(s) into {result.home}"
+    )

@@ -36,12 +36,36 @@ def export(
         bool,
         typer.Option("--thumbnails/--no-thumbnails", help=contract.THUMBNAILS),
     ] = True,
+    archive: Annotated[
+        str | None,
+        typer.Option("--archive", metavar="FILE", help=contract.ARCHIVE_OUT, show_default=False),
+    ] = None,
+    passphrase_file: Annotated[
+        str | None,
+        typer.Option(
+            "--passphrase-file", metavar="PF", help=contract.PASSPHRASE_FILE, show_default=False
+        ),
+    ] = None,
     home: Home = None,
 ) -> None:
-    """Write a decrypted copy (text and thumbnails) to a new, owner-only folder."""
+    """Write a decrypted copy (text and thumbnails) to a new, owner-only folder; or, with
+    --archive, the whole store to one file sealed under a passphrase, to move it."""
     from backscroll import answer
     from backscroll.export import check_format
 
+    if archive is not None or passphrase_file is not None:
+        given = {
+            "--out": out is not None,
+            "--format": format != "json",
+            "--since": since is not None,
+            "--until": until is not None,
+            "--app": app is not None,
+            "--query": query is not None,
+            "--limit": limit is not None,
+            "--no-thumbnails": not thumbnails,
+        }
+        _export_archive(archive, passphrase_file, [name for name, on in given.items() if on], home)
+        return
     request = ask(
         contract.ExportRequest,
         since=since,
@@ -61,6 +85,49 @@ def export(
     )
     if result.incomplete:
         typer.echo(f"incomplete: {result.incomplete}", err=True)
+
+
+def _export_archive(
+    archive: str | None, passphrase_file: str | None, others: list[str], home: Path | None
+) -> None:
+    from rich.progress import Progress
+
+    from backscroll import answer
+
+    if archive is None:
+        raise UsageError("--passphrase-file goes with --archive FILE")
+    if passphrase_file is None:
+        raise UsageError("--archive needs --passphrase-file PF, a file holding the passphrase")
+    if others:
+        raise UsageError(
+            f"--archive writes the whole store: it takes no {', '.join(others)} (those choose "
+            "what a folder export holds)"
+        )
+    request = ask(
+        contract.ArchiveExportRequest,
+        archive=archive,
+        passphrase_file=passphrase_file,
+    )
+    with open_store(home) as store, Progress(transient=True) as bar:
+        task = bar.add_task("archiving", total=None)
+        result = answer.export_archive(
+            store, request, progress=lambda n: bar.update(task, completed=n)
+        )
+    typer.echo(
+        f"archived {result.events:,} event(s), {result.frames:,} frame(s) and "
+        f"{result.thumbnails:,} thumbnail(s) to {result.path} ({result.bytes:,} bytes)"
+    )
+    if result.left_out:
+        typer.echo(
+            f"left out {result.left_out:,} deleted frame(s) whose purge had not completed",
+            err=True,
+        )
+    if result.unreadable:
+        typer.echo(
+            f"{result.unreadable:,} event(s), text(s) or thumbnail(s) did not read and were "
+            "left out (backscroll verify names them)",
+            err=True,
+        )
 
 
 def mcp(

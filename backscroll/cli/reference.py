@@ -108,6 +108,8 @@ def arguments() -> list[str]:
         "log": contract.LogRequest,
         "import": contract.ImportRequest,
         "reindex": contract.ReindexRequest,
+        "export --archive": contract.ArchiveExportRequest,
+        "import --archive": contract.ArchiveImportRequest,
         "summary": contract.SummaryRequest,
     }
     lines = ["Arguments of each use case, for the CLI and the agent tools (backscroll/contract/):"]

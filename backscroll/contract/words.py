@@ -53,6 +53,9 @@ KIND = (
 SOURCE = "JSON Lines: ts, app, title, text."
 SKIP_BAD = "Go on past malformed lines."
 VIEWS_ONLY = "Only rebuild the views from the log."
+ARCHIVE_OUT = "Write the whole store to this new file, sealed under the passphrase (to move it)."
+ARCHIVE_IN = "Restore the store from this archive (export --archive) into a new home."
+PASSPHRASE_FILE = "A file holding the archive's passphrase (owner-only: mode 0600 or 0400)."
 MAX_SUMMARY_LIMIT = 100
 SUMMARY_LIMIT = (
     f"Most apps, and most windows or sites, listed (the rest summed as other), 1 to "
