@@ -222,11 +222,14 @@ def configure(store: MemoryStore, request: ConfigRequest, origin: Origin) -> Con
     )
 
 
-def scope_text(start: datetime | None, end: datetime | None, app: str | None) -> str:
+def scope_text(
+    start: datetime | None, end: datetime | None, app: str | None, ids: tuple[int, ...] = ()
+) -> str:
     """A deletion's or export's scope in words, for a prompt or a refusal."""
     from query.render import span_text
 
-    return span_text(start, end) + (f", app~'{app}'" if app else "")
+    frames = f", frame(s) {', '.join(f'#{i}' for i in ids)}" if ids else ""
+    return span_text(start, end) + (f", app~'{app}'" if app else "") + frames
 
 
 def delete(
@@ -241,11 +244,14 @@ def delete(
 
     start, end = span or time_span(request.since, request.until, request.before)
     check_scope(start, end, request.app)
+    ids = tuple(request.ids)
     if not request.confirm:
-        shown = scope_text(start, end, request.app)
+        shown = scope_text(start, end, request.app, ids)
         raise UsageError(f"delete needs confirm=true; nothing was deleted (scope: {shown})")
-    removed = delete_(store, start=start, end=end, app=request.app, origin=origin)
-    return DeleteAnswer(start=_at(start), end=_at(end), app=request.app, deleted=removed)
+    removed = delete_(store, start=start, end=end, app=request.app, ids=ids, origin=origin)
+    return DeleteAnswer(
+        start=_at(start), end=_at(end), app=request.app, ids=list(ids), deleted=removed
+    )
 
 
 def export(store: MemoryStore, request: ExportRequest) -> ExportAnswer:

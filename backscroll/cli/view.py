@@ -1,0 +1,40 @@
+"""``backscroll view``: the store in a local web page."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from backscroll.cli._common import Home
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(view)
+
+
+def view(
+    port: Annotated[
+        int, typer.Option("--port", help="Port on 127.0.0.1 and ::1 (0: a free one).")
+    ] = 0,
+    no_open: Annotated[
+        bool, typer.Option("--no-open", help="Print the address instead of opening a browser.")
+    ] = False,
+    home: Home = None,
+) -> None:
+    """Serve a local web view (timeline, search with pictures, control) until interrupted."""
+    from backscroll.view import Address, serve
+    from base.errors import UsageError
+
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port: must be a port from 0 to 65535, not {port}")
+
+    def ready(address: Address) -> None:
+        typer.echo(f"Backscroll view at {address.url}")
+        typer.echo("Only this address opens it; Ctrl+C stops it.")
+        if not no_open:
+            import webbrowser
+
+            webbrowser.open(address.url)
+
+    serve(home, port, ready)
