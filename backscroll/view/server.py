@@ -11,6 +11,7 @@ the audit trail records it (origin ``api``).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from importlib.resources import files
@@ -22,6 +23,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from backscroll import answer, contract
 from base.errors import BackscrollError, NotFoundError, UsageError
@@ -62,7 +64,7 @@ class Reader:
             yield self.store
 
 
-def build(home: Path | None) -> Starlette:
+def build(home: Path | None) -> ASGIApp:
     """The view's application (behind ``guard.Guard``, which ``serve`` puts in front)."""
     reader = Reader(home)
 
@@ -140,7 +142,7 @@ def build(home: Path | None) -> Starlette:
         return answered
 
     pages = ["/", "/day/{day}", "/search", "/frame/{id}", "/control"]
-    return Starlette(
+    app = Starlette(
         routes=[
             *(Route(path, page) for path in pages),
             Route("/static/{name}", static),
@@ -154,6 +156,26 @@ def build(home: Path | None) -> Starlette:
             Route("/api/delete", changes(delete), methods=["POST"]),
         ]
     )
+    return timed(app)
+
+
+def timed(app: ASGIApp) -> ASGIApp:
+    """``app``, each answer saying its server time (``Server-Timing``), which the browser's
+    Performance API gives the page and the bench (``bench/view.py``) reads."""
+
+    async def timing(scope: Scope, receive: Receive, send: Send) -> None:
+        start = time.perf_counter()
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                spent = (time.perf_counter() - start) * 1000
+                header = (b"server-timing", f"app;dur={spent:.2f}".encode())
+                message = {**message, "headers": [*message.get("headers", []), header]}
+            await send(message)
+
+        await app(scope, receive, sending)
+
+    return timing
 
 
 def _static(name: str) -> bytes:

@@ -12,6 +12,7 @@ const FOLLOW_MS = 1000; // today's newest end: asked for every second
 const FOLLOW_LIMIT = 50;
 const IDLE_US = 5 * 60 * 1000; // a frame's colour runs to the next frame, at most 5 minutes
 const AHEAD = 3; // thumbnails loaded ahead of the scrubber, each way
+const TEXT_AFTER_MS = 60; // a frame's text is asked for once scrubbing rests this long
 
 export async function showTimeline(main, { day, frame, at }, go) {
   let wanted = frame;
@@ -25,6 +26,9 @@ export async function showTimeline(main, { day, frame, at }, go) {
   const view = new Timeline(main, day, answer, go);
   if (wanted === null && at) wanted = (frames.find((f) => f.time >= at) || frames.at(-1) || {}).id ?? null;
   view.select(wanted === null ? frames.length - 1 : Math.max(0, frames.findIndex((f) => f.id === wanted)), { address: frame === null });
+  // When the day is on screen: the bench (bench/view.py) reads these marks.
+  performance.mark("timeline-drawn");
+  requestAnimationFrame(() => setTimeout(() => performance.mark("timeline-painted")));
   return () => view.leave();
 }
 
@@ -76,6 +80,8 @@ class Timeline {
   leave() {
     document.removeEventListener("keydown", this.keys);
     clearInterval(this.follow);
+    clearTimeout(this.textLater);
+    this.seen?.disconnect();
   }
 
   key(event, before, next) {
@@ -109,18 +115,24 @@ class Timeline {
     for (let hour = 0; hour < 24; hour += 1) {
       this.hours.append(el("span", { class: "hour", text: hour % 3 ? "" : String(hour).padStart(2, "0") }));
     }
+    // One bar for each run of one app's frames, each frame's time running to the next
+    // frame's, at most IDLE_US (a gap longer than that is idle, and breaks the run).
+    let run = null;
+    const runs = [];
     this.frames.forEach((f, i) => {
       const startMs = Date.parse(f.time);
       const next = this.frames[i + 1];
       const endMs = Math.min(next ? Date.parse(next.time) : startMs + 60000, startMs + IDLE_US);
-      const left = ((startMs - dayStart) / span) * 100;
-      const width = Math.max(0.05, ((endMs - startMs) / span) * 100);
-      const bar = el("span", { class: "run", title: `${clock(f.time)} ${f.app}`, "data-index": i });
-      bar.style.left = `${left}%`;
-      bar.style.width = `${width}%`;
-      bar.style.background = colour(f.app);
-      this.hours.append(bar);
+      if (run && run.app === f.app && run.endMs >= startMs) run.endMs = endMs;
+      else runs.push((run = { app: f.app, index: i, startMs, endMs, time: f.time }));
     });
+    for (const r of runs) {
+      const bar = el("span", { class: "run", title: `${clock(r.time)} ${r.app}`, "data-index": r.index });
+      bar.style.left = `${((r.startMs - dayStart) / span) * 100}%`;
+      bar.style.width = `${Math.max(0.05, ((r.endMs - r.startMs) / span) * 100)}%`;
+      bar.style.background = colour(r.app);
+      this.hours.append(bar);
+    }
     this.hours.addEventListener("click", (event) => {
       const bar = event.target.closest(".run");
       if (bar) this.select(Number(bar.dataset.index));
@@ -137,11 +149,22 @@ class Timeline {
       if (last && last.app === f.app && last.title === f.title) last.end = i;
       else this.groups.push({ app: f.app, title: f.title, start: i, end: i });
     });
+    // A moment's picture is asked for once it scrolls into the strip: a day of 300 moments
+    // would otherwise ask for a hundred at once, ahead of the frame the person looks at.
+    this.seen?.disconnect();
+    this.seen = new IntersectionObserver((entries) => {
+      for (const entry of entries) {
+        if (!entry.isIntersecting) continue;
+        entry.target.src = entry.target.dataset.src;
+        this.seen.unobserve(entry.target);
+      }
+    }, { root: this.moments, rootMargin: "0px 400px" });
     this.groups.forEach((g, n) => {
       const first = this.frames[g.start];
       const picture = first.thumbnail
-        ? el("img", { src: thumbnail(first.id), alt: "", loading: "lazy", decoding: "async" })
+        ? el("img", { "data-src": thumbnail(first.id), alt: "", decoding: "async" })
         : el("span", { class: "nothumb", text: "no picture" });
+      if (first.thumbnail) this.seen.observe(picture);
       const item = el("li", { "data-group": n },
         el("button", { type: "button", class: "moment", title: `${first.app} — ${first.title}`, onclick: () => this.select(g.start) },
           picture,
@@ -213,13 +236,14 @@ class Timeline {
         : null,
     );
     clear(this.pane).append(el("div", { class: "picture" }, picture), el("div", { class: "about" }, details, actions, text));
-    read(`/api/frame/${f.id}`).then((full) => {
+    clearTimeout(this.textLater);
+    this.textLater = setTimeout(() => read(`/api/frame/${f.id}`).then((full) => {
       if (shown !== this.shownText) return;
       clear(text).append(...(full.text === null ? [full.problem || "The text could not be read."] : redactedText(full.text)));
       if (full.text !== null && full.text.includes("[REDACTED:")) text.before(el("p", { class: "note", id: "redaction-note", text: "Marked: what redaction replaced as the frame was taken." }));
     }, (error) => {
       if (shown === this.shownText) text.textContent = error.message;
-    });
+    }), TEXT_AFTER_MS);
   }
 
   removeGroup(group) {
