@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import gc
 import json
+import os
+import re
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +26,7 @@ from backscroll.store import MemoryStore
 from backscroll.view.guard import COOKIE, HEADERS, REFUSED, Guard
 from backscroll.view.serve import SECRET_BYTES, bind
 from backscroll.view.server import build
+from tests.conftest import REPO
 from tests.helpers import ago, run
 from tests.test_read_only import read_only
 
@@ -358,3 +363,26 @@ def test_a_store_on_a_read_only_mount_is_served_and_its_control_says_why_not(
     with read_only(home, tmp_path / "ro") as mounted:
         served(mounted)
         gc.collect()  # the view's reader, and the search views it holds open, let go
+
+
+def test_without_a_display_the_address_is_printed_and_no_browser_sought(home: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "backscroll", "view", "--home", str(home)],
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline() for _ in range(3)]
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+    assert re.fullmatch(r"Backscroll view at http://127\.0\.0\.1:\d+/\?token=[\w-]{43}\n", lines[0])
+    assert lines[2] == "No browser here: open the address above in one on this machine.\n"
+
+
+def test_make_run_without_a_display_shows_the_demo_in_the_view() -> None:
+    run_line = (REPO / "Makefile").read_text().split("\nrun:\n", 1)[1].splitlines()[0]
+    assert "else $(VENV)/bin/backscroll demo --view; fi" in run_line

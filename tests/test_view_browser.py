@@ -406,3 +406,37 @@ def test_without_the_secret_only_the_one_line_page_is_served(
             assert page.inner_text("body").strip() == REFUSED.strip()
         response = page.goto(view.origin + "/?token=guessed")
         assert response.status == 403
+
+
+def test_the_demo_without_a_display_records_then_serves_its_view(tmp_path: Path) -> None:
+    """`make run` on a machine without a display: `backscroll demo --view`."""
+    from urllib.request import HTTPCookieProcessor, build_opener
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    store = tmp_path / "demo"
+    demo = ["demo", "--seconds", "8", "--view", "--home", str(store)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "backscroll", *demo],
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    said = []
+    try:
+        assert process.stdout is not None
+        while not said or not said[-1].startswith("Backscroll view at "):
+            ready, _, _ = select.select([process.stdout], [], [], 240)
+            assert ready, "".join(said)
+            said.append(process.stdout.readline())
+            assert said[-1], "".join(said)
+        address = said[-1].split(" at ", 1)[1].strip()
+        browser = build_opener(HTTPCookieProcessor())  # the cookie for the secret, kept
+        with browser.open(address) as page:
+            assert page.status == 200
+        with browser.open(address.split("/?", 1)[0] + "/api/timeline?since=today") as answer:
+            day = json.load(answer)
+    finally:
+        process.terminate()
+        process.communicate(timeout=60)
+    assert "What was recorded:" in "".join(said)
+    assert day["action"] == "timeline" and day["frames"]
