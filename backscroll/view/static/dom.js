@@ -31,20 +31,50 @@ export function colour(app) {
 export const clock = (iso) => iso.slice(11, 19);
 export const day = (iso) => iso.slice(0, 10);
 
-// A snippet's [matched words] marked, and [REDACTED:kind] shown as what redaction replaced.
-export function marked(text) {
+// A snippet's [matched words] marked. The snippet brackets what matched, but a screen's own
+// text holds brackets too ("[as oncomplete]"): only a bracketed piece that is one of the
+// query's words or phrases (a prefix's word, or one letter off for a fuzzy match) is marked,
+// and [REDACTED:kind] is shown as what redaction replaced.
+export function marked(text, query = "", fuzzy = false) {
+  const terms = queryTerms(query);
   const out = [];
-  const pattern = /\[([^\[\]\n]{1,200})\]/g;
   let at = 0;
-  for (const found of text.matchAll(pattern)) {
-    out.push(text.slice(at, found.index));
+  for (const found of text.matchAll(/\[([^\[\]\n]{1,200})\]/g)) {
     const inner = found[1];
-    if (inner.startsWith("REDACTED:")) out.push(el("span", { class: "redacted", title: "replaced by redaction", text: inner.slice(9) }));
-    else out.push(el("mark", { text: inner }));
+    let piece = null;
+    if (inner.startsWith("REDACTED:")) piece = el("span", { class: "redacted", title: "replaced by redaction", text: inner });
+    else if (matches(inner.toLowerCase(), terms, fuzzy)) piece = el("mark", { text: inner });
+    if (piece === null) continue;
+    out.push(text.slice(at, found.index), piece);
     at = found.index + found[0].length;
   }
   out.push(text.slice(at));
   return out;
+}
+
+function queryTerms(query) {
+  const terms = [];
+  for (const found of query.toLowerCase().matchAll(/"([^"]*)"|(\S+)/g)) {
+    const term = (found[1] ?? found[2]).trim();
+    if (term) terms.push(term);
+  }
+  return terms;
+}
+
+function matches(piece, terms, fuzzy) {
+  return terms.some((term) =>
+    term.endsWith("*") ? piece.startsWith(term.slice(0, -1)) : piece === term || (fuzzy && oneEdit(piece, term)));
+}
+
+// Whether a and b differ by one letter replaced, added or dropped, or two swapped.
+function oneEdit(a, b) {
+  if (Math.abs(a.length - b.length) > 1) return false;
+  let i = 0;
+  while (i < a.length && a[i] === b[i]) i += 1;
+  if (a.length === b.length) {
+    return a.slice(i + 1) === b.slice(i + 1) || (a[i] === b[i + 1] && a[i + 1] === b[i] && a.slice(i + 2) === b.slice(i + 2));
+  }
+  return a.length > b.length ? a.slice(i + 1) === b.slice(i) : a.slice(i) === b.slice(i + 1);
 }
 
 // A frame's full text, with what redaction replaced shown (nothing else is marked).

@@ -63,10 +63,10 @@ function render(answer, list, summary) {
   if (answer.why_empty) shown.push(answer.why_empty);
   if (answer.incomplete) shown.push(`Incomplete: ${answer.incomplete}`);
   summary.textContent = shown.join(" ");
-  list.replaceChildren(...answer.matches.map(result));
+  list.replaceChildren(...answer.matches.map((m) => result(m, answer.query)));
 }
 
-function result(m) {
+function result(m, query) {
   const seen = m.frame_ids.length > 1 ? ` (seen ${clock(m.first_seen)}–${clock(m.last_seen)}, ${m.frame_ids.length} frames)` : "";
   const badge = m.fuzzy ? el("span", { class: "badge", text: "fuzzy" }) : m.near_miss ? el("span", { class: "badge", text: "near miss" }) : null;
   const item = el("li", { class: "result" },
@@ -78,7 +78,7 @@ function result(m) {
         el("span", { class: "title", text: m.title }),
         badge,
       ),
-      el("span", { class: "snippet" }, ...marked(m.snippet)),
+      el("span", { class: "snippet" }, ...marked(m.snippet, query, m.fuzzy)),
     ),
   );
   item.style.borderColor = colour(m.app);
