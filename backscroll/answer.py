@@ -50,6 +50,7 @@ from backscroll.contract import (
 from base.errors import NotFoundError, UsageError
 
 if TYPE_CHECKING:
+    from backscroll.contract.summary import SummaryAnswer, SummaryRequest
     from backscroll.importer import ImportResult
     from backscroll.store import MemoryStore
 
@@ -83,14 +84,31 @@ def time_span(since: str | None, until: str | None, before: str | None = None) -
 
 
 def search(store: MemoryStore, request: SearchRequest) -> Reply[SearchAnswer]:
-    """The best moments first; when none has every term exactly, why nothing was found."""
+    """The best moments first; when none has every term exactly, why nothing was found.
+    Paged: ``next_cursor`` asks for the moments ranked below these, in the same snapshot
+    (``backscroll/contract/paging.py``)."""
+    from backscroll.contract import paging
     from query.render import search_text
 
-    start, end = time_span(request.since, request.until)
     app, query = request.app, request.query
-    moments = store.moments(query, start=start, end=end, app=app, limit=request.limit)
-    exact = bool(moments) and not (moments[0].hit.near_miss or moments[0].hit.fuzzy)
+    asked = paging.asked(query, request.since, request.until, app)
+    if request.cursor is not None:
+        page = paging.decode(paging.SearchCursor, request.cursor, asked, "search")
+        (start, end), upto, shown = page.span(), page.upto_id, page.shown
+    else:
+        start, end = time_span(request.since, request.until)
+        upto, shown = store.snapshot_id(), 0
+    # One more than shown: whether there is a next page.
+    ranked = store.moments(
+        query, start=start, end=end, app=app, limit=shown + request.limit + 1, upto_id=upto
+    )
+    moments = ranked[shown : shown + request.limit]
+    exact = bool(ranked) and not (ranked[0].hit.near_miss or ranked[0].hit.fuzzy)
     why = None if exact else store.why_empty(start, end, app)
+    more = len(ranked) > shown + request.limit
+    cursor = paging.SearchCursor(
+        asked=asked, upto_id=upto, shown=shown + request.limit, **paging.spanned(start, end)
+    )
     answer = SearchAnswer(
         start=_at(start),
         end=_at(end),
@@ -99,30 +117,77 @@ def search(store: MemoryStore, request: SearchRequest) -> Reply[SearchAnswer]:
         ids=[m.hit.id for m in moments],
         matches=[Match.of_moment(m) for m in moments],
         why_empty=why,
-        incomplete="; ".join(filter(None, [moments.incomplete, store.views.incomplete()])) or None,
+        incomplete="; ".join(filter(None, [ranked.incomplete, store.views.incomplete()])) or None,
+        next_cursor=paging.encode(cursor) if more else None,
     )
     return Reply(answer, _noted(search_text(query, moments, start, end, app, why), answer))
 
 
 def timeline(store: MemoryStore, request: TimelineRequest) -> Reply[TimelineAnswer]:
-    """Frames in time order; when there are none, why."""
+    """Frames in time order; when there are none, why. Paged: ``next_cursor`` asks for the
+    frames past these (later from the span's start, else earlier), keyed by the last one's
+    time and id."""
+    from backscroll.contract import paging
     from query.render import group_hits, timeline_text
+    from query.search import position
 
-    start, end = time_span(request.since, request.until)
-    app = request.app
-    hits = store.timeline(start=start, end=end, app=app, limit=request.limit)
+    app, limit = request.app, request.limit
+    asked = paging.asked(request.since, request.until, app)
+    past = None
+    if request.cursor is not None:
+        page = paging.decode(paging.TimelineCursor, request.cursor, asked, "timeline")
+        (start, end), past = page.span(), (page.ts_us, page.id)
+    else:
+        start, end = time_span(request.since, request.until)
+    # One more than shown: whether there is a next page.
+    hits = store.timeline(start=start, end=end, app=app, limit=limit + 1, past=past)
+    newest_first = start is None
+    shown = hits[-limit:] if newest_first else hits[:limit]
+    cursor = None
+    if len(hits) > limit:
+        ts_us, last = position(shown[0] if newest_first else shown[-1])
+        cursor = paging.TimelineCursor(
+            asked=asked,
+            newest_first=newest_first,
+            ts_us=ts_us,
+            id=last,
+            **paging.spanned(start, end),
+        )
     why = None if hits else store.why_empty(start, end, app)
     answer = TimelineAnswer(
         start=_at(start),
         end=_at(end),
         app=app,
-        ids=[h.id for h in hits],
-        frames=[Frame.of(h) for h in hits],
-        groups=len(group_hits(hits)),
+        ids=[h.id for h in shown],
+        frames=[Frame.of(h) for h in shown],
+        groups=len(group_hits(shown)),
         why_empty=why,
         incomplete=store.views.incomplete(),
+        next_cursor=paging.encode(cursor) if cursor else None,
     )
-    return Reply(answer, _noted(timeline_text(hits, start, end, app, why), answer))
+    return Reply(answer, _noted(timeline_text(shown, start, end, app, why), answer))
+
+
+def summary(store: MemoryStore, request: SummaryRequest) -> Reply[SummaryAnswer]:
+    """Time per app and per window or site over the span (default: today), longest first,
+    and the strip of which app held the screen (``query.activity``)."""
+    from backscroll.summary import answer_of, summary_text
+    from base.clock import now_us
+    from query.activity import frames_in, gap_for, summarize
+    from query.search import TimeSpan
+
+    start, end = time_span(request.since or "today", request.until)
+    assert start is not None  # a since is always given
+    now = datetime.fromtimestamp(now_us() / 1_000_000, UTC)
+    end = end or now
+    gap = gap_for(store.config.interval_seconds)
+    frames = frames_in(store.views, TimeSpan(start, end))
+    activity = summarize(frames, start, end, gap, request.app, now=now)
+    why = None if activity.frames else store.why_empty(start, end, request.app)
+    reply = answer_of(
+        activity, start, end, request.app, request.limit, gap, why, store.views.incomplete()
+    )
+    return Reply(reply, _noted(summary_text(reply), reply))
 
 
 def show(store: MemoryStore, request: ShowRequest) -> Shown:
@@ -309,8 +374,12 @@ def reindex(
     return reindex_(store, views_only=request.views_only, progress=progress)
 
 
-def _noted(text: str, answer: SearchAnswer | TimelineAnswer) -> str:
-    """The text, with the answer's note that it is incomplete last, where it is."""
+def _noted(text: str, answer: SearchAnswer | TimelineAnswer | SummaryAnswer) -> str:
+    """The text, with the cursor of its next page, and the answer's note that it is
+    incomplete last, where they are."""
+    following = getattr(answer, "next_cursor", None)
+    if following:
+        text += f"\nmore: the next page is cursor {following}"
     return f"{text}\nincomplete: {answer.incomplete}" if answer.incomplete else text
 
 

@@ -31,8 +31,9 @@ def _generated(*kinds: type) -> Schema:
 @cache
 def memory() -> Schema:
     from backscroll.contract import READ_ANSWERS, Refusal
+    from backscroll.contract.summary import SummaryAnswer
 
-    return _generated(*READ_ANSWERS, Refusal)
+    return _generated(*READ_ANSWERS, SummaryAnswer, Refusal)
 
 
 @cache

@@ -2,7 +2,7 @@
 
 Tools:
 
-    memory                          read-only recall (search, show, timeline, status)
+    memory                          read-only recall (search, show, timeline, status, summary)
     screen_memory_status            capture state, span and counts          } for agents written
     screen_memory_recent_context    what was on screen in the last minutes  } against the
     screen_memory_recent_segments   recent stretches of one window          } screen-memory spec
@@ -76,7 +76,8 @@ Home = str | os.PathLike[str] | None
 INSTRUCTIONS = (
     "Backscroll is a local, private memory of what was on this computer's screen. Call "
     "screen_memory_status before relying on it; it may be paused or not running. Use memory "
-    "(search, show, timeline) to recall, and screen_memory_recent_context for the last few "
+    "(search, show, timeline) to recall, memory's summary for how long each app and site held "
+    "the screen, and screen_memory_recent_context for the last few "
     "minutes. Nothing leaves the machine; do not upload or share what you read unless the "
     "user asks."
 )
@@ -251,9 +252,11 @@ def _add_memory(server: MCPServer, home: Home) -> None:
     @takes(MemoryTool.Params)
     async def memory(**arguments: Any) -> CallToolResult:
         """Recall what was on screen: search (best match first), show one frame in full with
-        its thumbnail, a timeline, or the status. Read-only; everything stays local. Leave out
-        what you do not need: an empty or blank string, an unknown argument or a number out
-        of its range is refused with one line that names it."""
+        its thumbnail, a timeline, the status, or a summary (time per app and per window or
+        site over since/until, default today: ask it how long, do not estimate). Read-only;
+        everything stays local. Leave out what you do not need: an empty or blank string, an
+        unknown argument or a number out of its range is refused with one line that names
+        it."""
         return to_mcp(await reader.execute(None, MemoryTool.Params(**arguments)))
 
 

@@ -253,13 +253,22 @@ class MemoryStore:
         end: datetime | None = None,
         app: str | None = None,
         limit: int = 15,
+        upto_id: int | None = None,
     ) -> Moments:
         """``search``, near-duplicate frames of one window grouped: ``limit`` moments, or
-        fewer with ``Moments.incomplete`` saying why where more frames matched."""
+        fewer with ``Moments.incomplete`` saying why where more frames matched. ``upto_id``:
+        only frames up to that id (a snapshot, ``snapshot_id``)."""
         from query.moments import search_moments
         from query.search import TimeSpan
 
-        return search_moments(self.searcher(), query, TimeSpan(start, end), app, limit)
+        span = TimeSpan(start, end, upto_id)
+        return search_moments(self.searcher(), query, span, app, limit)
+
+    def snapshot_id(self) -> int:
+        """The last frame id the search view has committed (-1: none): every frame up to it
+        is searchable now, and every frame recorded later has a larger id."""
+        manifest = self.views.manifest()
+        return manifest.position if manifest is not None else -1
 
     def timeline(
         self,
@@ -268,10 +277,13 @@ class MemoryStore:
         end: datetime | None = None,
         app: str | None = None,
         limit: int = 50,
+        past: tuple[int, int] | None = None,
     ) -> list[Hit]:
+        """``past``: a frame's ``(capture µs, id)``; only the frames past it in the
+        timeline's order (``Searcher.timeline``)."""
         from query.search import TimeSpan
 
-        return self.searcher().timeline(TimeSpan(start, end), app, limit)
+        return self.searcher().timeline(TimeSpan(start, end), app, limit, past)
 
     def get(self, frame_id: int) -> Hit:
         return self.searcher().get(frame_id)

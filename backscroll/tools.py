@@ -38,8 +38,10 @@ from backscroll import answer, contract
 from backscroll.contract import (
     MAX_FRAME_ID,
     MAX_LIMIT,
+    MAX_SUMMARY_LIMIT,
     MAX_TIMELINE_LIMIT,
     AppText,
+    Cursor,
     Duration,
     Folder,
     Matching,
@@ -56,7 +58,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 R = TypeVar("R", bound=contract.Request)
 
-ReadAction = Literal["search", "show", "timeline", "status"]
+ReadAction = Literal["search", "show", "timeline", "status", "summary"]
 ManageAction = Literal["pause", "resume", "deny", "config", "delete", "export"]
 
 
@@ -117,7 +119,7 @@ class _Tool:
 
 
 class MemoryTool(_Tool):
-    """Read-only recall over the screen memory: search, show, timeline, status."""
+    """Read-only recall over the screen memory: search, show, timeline, status, summary."""
 
     name = "memory"
 
@@ -142,6 +144,7 @@ class MemoryTool(_Tool):
             int,
             Meta(
                 description=f"Max results: search 1..{MAX_LIMIT}, timeline 1..{MAX_TIMELINE_LIMIT}"
+                f", summary (apps, and windows or sites) 1..{MAX_SUMMARY_LIMIT}"
             ),
         ] = 15
         id: Annotated[
@@ -149,6 +152,7 @@ class MemoryTool(_Tool):
             Meta(description=f"Frame id (show), 0..{MAX_FRAME_ID}, from search or timeline"),
         ] = None
         include_image: Annotated[bool, Meta(description=f"show: {contract.INCLUDE_IMAGE}")] = True
+        cursor: Cursor = None
 
     async def execute(self, ctx: object, params: MemoryTool.Params) -> ToolResult:
         handlers = {
@@ -156,10 +160,13 @@ class MemoryTool(_Tool):
             "show": self._show,
             "timeline": self._timeline,
             "status": self._status,
+            "summary": self._summary,
         }
         handler = handlers.get(params.action)
         if handler is None:
-            return error(f"unknown action {params.action!r}: use search, show, timeline or status")
+            return error(
+                f"unknown action {params.action!r}: use search, show, timeline, status or summary"
+            )
         try:
             checked = recheck(params)
             return await self._run(lambda: handler(checked))
@@ -192,6 +199,14 @@ class MemoryTool(_Tool):
     def _status(self, p: Params) -> ToolResult:
         with self._store() as store:
             reply = answer.status(store)
+        return answered(reply.answer, reply.text)
+
+    def _summary(self, p: Params) -> ToolResult:
+        from backscroll.contract.summary import SummaryRequest
+
+        request = taken(SummaryRequest, p)
+        with self._store() as store:
+            reply = answer.summary(store, request)
         return answered(reply.answer, reply.text)
 
 

@@ -175,6 +175,11 @@ SCRUB = """async (key) => {
   await new Promise((done) => requestAnimationFrame(() => setTimeout(done)));
   return performance.now() - t0;
 }"""
+SHOWN = """(app) => new Promise((done) => {
+  const seen = () => document.querySelector("#frame-app")?.textContent === app
+    ? done() : setTimeout(seen, 5);
+  seen();
+})"""
 SERVER_TIMES = """(prefix) => performance.getEntriesByType("resource")
   .filter((e) => e.name.includes(prefix))
   .map((e) => e.serverTiming.find((t) => t.name === "app")?.duration ?? -1)"""
@@ -272,8 +277,33 @@ def run(page: Any, server: Server, day: str, scrub_minutes: float, rss: list[flo
             jumps.append(took)
     row("jump to another day, ms", jumps, "<= 300 ms", "screenpipe: 1 s")
     rss.append(server.rss_mb())
+    follow(page, server)
     long_scrub(page, server, day, scrub_minutes, rss)
     baseline(server, frame)
+
+
+def follow(page: Any, server: Server) -> None:
+    """Today's page following new frames: from a frame's append (``import``, a writer as the
+    daemon is) to the page showing it; and what the page's polling costs the server."""
+    from backscroll.importer import import_frames
+    from backscroll.store import MemoryStore
+
+    home = server.process.args[-1]
+    page.goto(f"{server.origin}/")
+    page.wait_for_selector("#day")
+    server_times(page, "/api/timeline")
+    shown = []
+    for n in range(11):
+        frame = {"ts": datetime.now().astimezone().isoformat(), "app": f"Follow{n}", "title": "t"}
+        with MemoryStore(home, write=True) as store:
+            start = time.perf_counter()
+            import_frames(store, [json.dumps({**frame, "text": f"followed frame {n}"})])
+        page.evaluate(SHOWN, frame["app"])
+        if n:
+            shown.append((time.perf_counter() - start) * 1000)
+    polls = server_times(page, "/api/timeline?limit")
+    row("a new frame on today's page (poll 1 s), ms", shown, "(choice)")
+    row("the poll's answer (server), ms", polls, "(its cost)")
 
 
 def search_words(page: Any, server: Server, day: str) -> list[str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, NewType
 
 import msgspec
@@ -44,7 +44,7 @@ Sealed = NewType("Sealed", bytes)
 """An encrypted frame's text as the index holds it."""
 """Decrypts a frame's text; raises DecryptionError when it does not open."""
 
-__all__ = ["Decrypt", "Hit", "Searcher", "TimeSpan"]
+__all__ = ["Decrypt", "Hit", "Searcher", "TimeSpan", "position"]
 
 PHRASE_CHECKS = 64
 SEARCH_THREADS = 2
@@ -224,14 +224,30 @@ class Searcher:
             want *= 4
 
     def timeline(
-        self, span: TimeSpan = TimeSpan(), app: str | None = None, limit: int = 50
+        self,
+        span: TimeSpan = TimeSpan(),
+        app: str | None = None,
+        limit: int = 50,
+        past: tuple[int, int] | None = None,
     ) -> list[Hit]:
         """Frames in time order: the first ``limit`` from the span's start when it has one,
-        else the latest ``limit``."""
+        else the latest ``limit``. ``past``: a frame's ``(capture µs, id)``; only frames
+        strictly past it in that reading order (later from a start, else earlier) come:
+        the next page of a timeline, which frames recorded meanwhile cannot shift."""
         import tantivy
 
         _check_app(app)
         newest_first = span.start is None
+        if past is not None:
+            # Narrowed to its capture time with a microsecond to spare (a hit's time went
+            # through a float): frames of that same time with a larger (or smaller) id are
+            # still to come, and ``_beyond`` says which.
+            if span.start is None:
+                end = _at_us(past[0] + 2)
+                span = TimeSpan(None, min(end, span.end) if span.end else end, span.upto_id)
+            else:
+                start = max(_at_us(max(0, past[0] - 1)), span.start)
+                span = TimeSpan(start, span.end, span.upto_id)
         indexes = self._indexes(span)
         if newest_first:
             indexes.reverse()
@@ -258,8 +274,11 @@ class Searcher:
                 continue
             for _, address in result.hits:
                 found = self._doc(month, address, 0.0)
-                if found is not None and self._visible(found.hit, app, pending):
-                    out.append(found.hit)
+                if found is None or not self._visible(found.hit, app, pending):
+                    continue
+                if past is not None and not _beyond(found.hit, past, newest_first):
+                    continue
+                out.append(found.hit)
             if len(out) >= limit:
                 break
         out.sort(key=lambda h: (h.when, h.id), reverse=newest_first)
@@ -437,6 +456,23 @@ class _FrameView:
         self.app = hit.app
         self.title = hit.title
         self.url = hit.url
+
+
+def _at_us(us: int) -> datetime:
+    """UTC microseconds as a datetime, exactly (a float of seconds could be a µs off)."""
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)
+
+
+def position(hit: Hit) -> tuple[int, int]:
+    """Where ``hit`` is in a timeline: its ``(capture µs, id)``, as ``timeline``'s ``past``
+    takes it."""
+    return utc_us(hit.when), hit.id
+
+
+def _beyond(hit: Hit, past: tuple[int, int], backwards: bool) -> bool:
+    """Whether ``hit`` comes strictly after ``past`` in the timeline's reading order."""
+    here = position(hit)
+    return here < past if backwards else here > past
 
 
 def _raw_text(d: dict[str, Any]) -> str | Sealed:

@@ -45,8 +45,10 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("memory", {"action": "search", "query": "latency nowhere"}),  # near misses
     ("memory", {"action": "search", "query": "absent"}),  # nothing, and why
     ("memory", {"action": "timeline"}),
+    ("memory", {"action": "timeline", "limit": 1}),  # with a next_cursor
     ("memory", {"action": "timeline", "since": "2020-01-01", "until": "2020-01-02"}),
     ("memory", {"action": "status"}),
+    ("memory", {"action": "summary", "since": "2020-01-01", "until": "2030-01-01"}),
     ("memory", {"action": "show", "id": 424242}),  # refused
     ("memory", {"action": "search"}),  # refused: no query
     ("screen_memory_status", {}),

@@ -33,6 +33,7 @@ Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text."
 Since = Annotated[str | None, typer.Option("--since", help=contract.SINCE)]
 Until = Annotated[str | None, typer.Option("--until", help=contract.UNTIL)]
 App = Annotated[str | None, typer.Option("--app", help=contract.APP)]
+Cursor = Annotated[str | None, typer.Option("--cursor", help=contract.CURSOR)]
 
 
 def open_store(home: Path | None, *, write: bool = False, catch_up: bool = True) -> MemoryStore:

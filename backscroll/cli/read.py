@@ -10,6 +10,7 @@ import typer
 from backscroll import contract
 from backscroll.cli._common import (
     App,
+    Cursor,
     Home,
     Json,
     Since,
@@ -42,6 +43,7 @@ def search(
     until: Until = None,
     app: App = None,
     limit: Annotated[int, typer.Option("--limit", help=contract.SEARCH_LIMIT)] = 15,
+    cursor: Cursor = None,
     home: Home = None,
     json: Json = False,
 ) -> None:
@@ -49,7 +51,13 @@ def search(
     from backscroll import answer
 
     request = ask(
-        contract.SearchRequest, query=query, since=since, until=until, app=app, limit=limit
+        contract.SearchRequest,
+        query=query,
+        since=since,
+        until=until,
+        app=app,
+        limit=limit,
+        cursor=cursor,
     )
     with open_store(home) as store:
         answered = answer.search(store, request)
@@ -62,13 +70,16 @@ def timeline(
     until: Until = None,
     app: App = None,
     limit: Annotated[int, typer.Option("--limit", help=contract.TIMELINE_LIMIT)] = 50,
+    cursor: Cursor = None,
     home: Home = None,
     json: Json = False,
 ) -> None:
     """Frames in time order, consecutive frames of one window grouped."""
     from backscroll import answer
 
-    request = ask(contract.TimelineRequest, since=since, until=until, app=app, limit=limit)
+    request = ask(
+        contract.TimelineRequest, since=since, until=until, app=app, limit=limit, cursor=cursor
+    )
     with open_store(home) as store:
         answered = answer.timeline(store, request)
         note_lag(store)

@@ -108,6 +108,7 @@ def arguments() -> list[str]:
         "log": contract.LogRequest,
         "import": contract.ImportRequest,
         "reindex": contract.ReindexRequest,
+        "summary": contract.SummaryRequest,
     }
     lines = ["Arguments of each use case, for the CLI and the agent tools (backscroll/contract/):"]
     for use, kind in requests.items():

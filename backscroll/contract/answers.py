@@ -115,6 +115,8 @@ class SearchAnswer(Scope, kw_only=True, tag="search"):
     incomplete: str | None = None
     """Why the answer may lack matches (a damaged view it could not read, and the command
     that rebuilds it); None when it is whole."""
+    next_cursor: str | None = None
+    """More matches rank below these: the ``cursor`` that asks for them (None: no more)."""
 
 
 class TimelineAnswer(Scope, kw_only=True, tag="timeline"):
@@ -125,6 +127,9 @@ class TimelineAnswer(Scope, kw_only=True, tag="timeline"):
     why_empty: str | None
     incomplete: str | None = None
     """Why the answer may lack frames; None when it is whole."""
+    next_cursor: str | None = None
+    """More frames lie past these (later from a start, else earlier): the ``cursor`` that
+    asks for them (None: no more)."""
 
 
 class ShowAnswer(Frame, Answer, kw_only=True, tag="show"):

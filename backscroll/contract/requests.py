@@ -16,6 +16,7 @@ from backscroll.contract.words import (
     BACKEND,
     BEFORE,
     CONFIRM,
+    CURSOR,
     DENY,
     DURATION,
     ENCRYPT_TEXT,
@@ -30,6 +31,7 @@ from backscroll.contract.words import (
     INTERVAL,
     KIND,
     MATCHING,
+    MAX_CURSOR,
     MAX_EXPORT,
     MAX_FRAME_ID,
     MAX_LIMIT,
@@ -67,6 +69,9 @@ Duration = Annotated[Text | None, msgspec.Meta(description=DURATION)]
 Pattern = Annotated[Text | None, msgspec.Meta(description=DENY)]
 Folder = Annotated[Text | None, msgspec.Meta(description=FOLDER)]
 Matching = Annotated[Text | None, msgspec.Meta(description=MATCHING)]
+Cursor = Annotated[
+    Annotated[Text, msgspec.Meta(max_length=MAX_CURSOR)] | None, msgspec.Meta(description=CURSOR)
+]
 
 
 class Request(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -110,6 +115,7 @@ class SearchRequest(Request):
     until: Until = None
     app: AppText = None
     limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_LIMIT, description=SEARCH_LIMIT)] = 15
+    cursor: Cursor = None
 
 
 class TimelineRequest(Request):
@@ -119,6 +125,7 @@ class TimelineRequest(Request):
     limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_TIMELINE_LIMIT, description=TIMELINE_LIMIT)] = (
         50
     )
+    cursor: Cursor = None
 
 
 class ShowRequest(Request):

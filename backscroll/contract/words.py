@@ -53,3 +53,12 @@ KIND = (
 SOURCE = "JSON Lines: ts, app, title, text."
 SKIP_BAD = "Go on past malformed lines."
 VIEWS_ONLY = "Only rebuild the views from the log."
+MAX_SUMMARY_LIMIT = 100
+SUMMARY_LIMIT = (
+    f"Most apps, and most windows or sites, listed (the rest summed as other), 1 to "
+    f"{MAX_SUMMARY_LIMIT}."
+)
+SUMMARY_SINCE = f"{SINCE} Default: today."
+MAX_CURSOR = 512
+"""Characters of a cursor at most: the ones a search or timeline gives are under 80."""
+CURSOR = "The next page: the next_cursor of the answer before, with the same other arguments."
