@@ -85,7 +85,7 @@ def ids(view: TestClient) -> dict[str, int]:
     [
         *("/", "/day/2026-12-01", "/frame/1", "/search?q=quokka", "/control", "/static/app.js"),
         *("/api/timeline", "/api/search?query=quokka", "/api/frame/1", "/api/thumbnail/1"),
-        *("/api/status", "/nowhere"),
+        *("/api/status", "/api/summary", "/glance", "/nowhere"),
     ],
 )
 def test_without_the_secret_every_address_gets_the_one_line_page(home: Path, path: str) -> None:
@@ -298,6 +298,26 @@ def test_a_bad_body_gets_one_line_and_changes_nothing(
     assert answer.status_code == 400
     assert said in msgspec.json.decode(answer.content, type=contract.Refusal).error
     assert len(ids(view)) == 3
+
+
+def test_the_summary_and_the_pages_of_a_search_are_the_contracts(view: TestClient) -> None:
+    glance = msgspec.json.decode(
+        view.get("/api/summary", params={"since": "today"}).content, type=contract.SummaryAnswer
+    )
+    assert {a.app for a in glance.apps} == {"Terminal", "Firefox", "Slack"}
+    assert glance.slice_seconds == 3600 and len(glance.slices) == 24
+    first = view.get("/api/search", params={"query": "quokka OR total OR 5432", "limit": 1})
+    page = msgspec.json.decode(first.content, type=contract.SearchAnswer)
+    seen = [m.id for m in page.matches]
+    while page.next_cursor is not None:
+        asked = {"query": "quokka OR total OR 5432", "limit": 1, "cursor": page.next_cursor}
+        page = msgspec.json.decode(
+            view.get("/api/search", params=asked).content, type=contract.SearchAnswer
+        )
+        seen += [m.id for m in page.matches]
+    assert len(seen) == len(set(seen)) >= 2
+    other = view.get("/api/search", params={"query": "cafe", "cursor": page.next_cursor or "x"})
+    assert other.status_code == 400 and "cursor" in other.json()["error"]
 
 
 # -- control ----------------------------------------------------------------------------------

@@ -291,6 +291,37 @@ def test_a_person_pauses_resumes_and_deletes_with_the_confirmation(
             assert not store.search("invoice")
 
 
+def test_a_person_sees_the_day_at_a_glance_and_pages_through_a_search(
+    view: Served, page: Any, tmp_path: Path
+) -> None:
+    start = datetime.now().astimezone() - timedelta(minutes=40)
+    rows = [
+        {"ts": (start + timedelta(seconds=n)).isoformat(), "app": f"App{n}", "title": f"w{n}"}
+        | {"text": f"zebra crossing number {n}"}
+        for n in range(20)
+    ]
+    with MemoryStore(write=True) as store:
+        import_frames(store, [json.dumps(r) for r in rows])
+    with shot_on_failure(page, tmp_path):
+        page.goto(view.url)
+        page.wait_for_selector("#frame-app")
+        today = page.inner_text("#day")
+        page.click("#glance")
+        page.wait_for_selector("#apps li")
+        assert page.url == f"{view.origin}/glance?since={today}"
+        expect(page.locator("#strip li")).to_have_count(24)
+        labels = page.locator("#apps .label").all_inner_texts()
+        assert {"Terminal", "Firefox", "Slack", "Code"} <= set(labels)
+        expect(page.locator("#glance-note")).to_contain_text("on screen")
+        page.goto(view.origin + "/search?q=zebra")
+        expect(page.locator(".result")).to_have_count(15)
+        page.click("#more")
+        expect(page.locator(".result")).to_have_count(20)
+        expect(page.locator("#more")).to_be_hidden()
+        ids = [a.get_attribute("href") for a in page.locator(".result a").all()]
+        assert len(set(ids)) == 20
+
+
 def test_todays_page_follows_a_new_frame(view: Served, page: Any, tmp_path: Path) -> None:
     with shot_on_failure(page, tmp_path):
         page.goto(view.url)
@@ -447,6 +478,9 @@ def test_the_demo_without_a_display_records_then_serves_its_view(page: Any, tmp_
             expect(page.locator("#text")).to_contain_text("ECONNREFUSED")
             assert re.search(r"/frame/\d+$", page.url)
             save(page, shots, "frame.png")
+            page.goto(f"{origin}/glance")
+            page.wait_for_selector("#apps li")
+            save(page, shots, "glance.png")
             page.goto(f"{origin}/control")
             page.wait_for_selector("#status")
             save(page, shots, "control.png")

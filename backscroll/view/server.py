@@ -106,6 +106,11 @@ def build(home: Path | None) -> ASGIApp:
             raise NotFoundError(why)
         return Response(shown.jpeg, media_type="image/jpeg")
 
+    def summary(request: Request) -> Response:
+        asked = _query(request, contract.SummaryRequest)
+        with reader.open() as store:
+            return _json(answer.summary(store, asked).answer)
+
     def status(request: Request) -> Response:
         _query(request, contract.StatusRequest)
         with reader.open() as store:
@@ -141,7 +146,7 @@ def build(home: Path | None) -> ASGIApp:
 
         return answered
 
-    pages = ["/", "/day/{day}", "/search", "/frame/{id}", "/control"]
+    pages = ["/", "/day/{day}", "/search", "/frame/{id}", "/glance", "/control"]
     app = Starlette(
         routes=[
             *(Route(path, page) for path in pages),
@@ -150,6 +155,7 @@ def build(home: Path | None) -> ASGIApp:
             Route("/api/timeline", reads(timeline)),
             Route("/api/frame/{id}", reads(frame)),
             Route("/api/thumbnail/{id}", reads(thumbnail)),
+            Route("/api/summary", reads(summary)),
             Route("/api/status", reads(status)),
             Route("/api/pause", changes(pause), methods=["POST"]),
             Route("/api/resume", changes(resume), methods=["POST"]),

@@ -5,6 +5,7 @@ import { clear, el } from "./dom.js";
 import { showTimeline } from "./timeline.js";
 import { showSearch } from "./search.js";
 import { showControl } from "./control.js";
+import { showGlance } from "./glance.js";
 
 const main = document.getElementById("main");
 let leave = () => {};
@@ -21,7 +22,7 @@ async function route() {
   const path = location.pathname;
   const params = new URLSearchParams(location.search);
   for (const link of document.querySelectorAll("[data-nav]")) {
-    const here = path.startsWith("/search") ? "search" : path.startsWith("/control") ? "control" : "timeline";
+    const here = path.startsWith("/search") ? "search" : path.startsWith("/control") ? "control" : path.startsWith("/glance") ? "glance" : "timeline";
     link.toggleAttribute("aria-current", link.dataset.nav === here);
   }
   clear(main);
@@ -30,6 +31,10 @@ async function route() {
     let frame = null;
     if (path.startsWith("/search")) {
       leave = await showSearch(main, params, go);
+      return;
+    }
+    if (path.startsWith("/glance")) {
+      leave = await showGlance(main, params, go);
       return;
     }
     if (path.startsWith("/control")) {

@@ -31,13 +31,16 @@ export async function showSearch(main, params, go) {
     inputs.q.focus();
     return () => {};
   }
-  let limit = PAGE;
+  // Each page is the contract's: "More" asks for the moments ranked below with the answer's
+  // cursor, in the same snapshot, and adds them below.
+  let cursor = null;
   const ask = async () => {
     more.disabled = true;
     try {
-      const answer = await read("/api/search", { query: words, since: params.get("since"), until: params.get("until"), app: params.get("app"), limit });
-      render(answer, list, summary);
-      more.hidden = answer.matches.length < limit || limit >= 1000;
+      const answer = await read("/api/search", { query: words, since: params.get("since"), until: params.get("until"), app: params.get("app"), limit: PAGE, cursor });
+      render(answer, list, summary, cursor !== null);
+      cursor = answer.next_cursor;
+      more.hidden = cursor === null;
     } catch (error) {
       summary.textContent = error.message;
       more.hidden = true;
@@ -45,25 +48,25 @@ export async function showSearch(main, params, go) {
       more.disabled = false;
     }
   };
-  more.addEventListener("click", () => {
-    limit = Math.min(1000, limit + PAGE);
-    ask();
-  });
+  more.addEventListener("click", ask);
   await ask();
   return () => {};
 }
 
-function render(answer, list, summary) {
+function render(answer, list, summary, adding) {
+  const items = answer.matches.map((m) => result(m, answer.query));
+  if (adding) list.append(...items);
+  else list.replaceChildren(...items);
+  const count = list.children.length;
   const shown = [];
   const exact = answer.matches.filter((m) => !m.fuzzy && !m.near_miss).length;
-  if (!answer.matches.length) shown.push(`Nothing found for ${answer.query}.`);
-  else if (exact) shown.push(`${answer.matches.length} match(es), best first.`);
-  else if (answer.matches[0].fuzzy) shown.push(`0 exact matches; ${answer.matches.length} fuzzy match(es), a word one letter off in OCR'd text.`);
-  else shown.push(`0 matches with every term; ${answer.matches.length} near miss(es) with some.`);
+  if (!count) shown.push(`Nothing found for ${answer.query}.`);
+  else if (exact) shown.push(`${count} match(es), best first${answer.next_cursor ? "; more below" : ""}.`);
+  else if (answer.matches[0].fuzzy) shown.push(`0 exact matches; ${count} fuzzy match(es), a word one letter off in OCR'd text.`);
+  else shown.push(`0 matches with every term; ${count} near miss(es) with some.`);
   if (answer.why_empty) shown.push(answer.why_empty);
   if (answer.incomplete) shown.push(`Incomplete: ${answer.incomplete}`);
   summary.textContent = shown.join(" ");
-  list.replaceChildren(...answer.matches.map((m) => result(m, answer.query)));
 }
 
 function result(m, query) {

@@ -22,6 +22,12 @@ export async function showTimeline(main, { day, frame, at }, go) {
   }
   if (day === null) day = dayOf((await read("/api/timeline", { since: "today", limit: 1 })).start);
   const answer = await read("/api/timeline", { since: day, limit: DAY_LIMIT });
+  // A day of more frames than a page holds comes in more pages, each after the last.
+  for (let next = answer.next_cursor; next; ) {
+    const page = await read("/api/timeline", { since: day, limit: DAY_LIMIT, cursor: next });
+    answer.frames.push(...page.frames);
+    next = page.next_cursor;
+  }
   const frames = answer.frames;
   const view = new Timeline(main, day, answer, go);
   if (wanted === null && at) wanted = (frames.find((f) => f.time >= at) || frames.at(-1) || {}).id ?? null;
@@ -60,6 +66,7 @@ class Timeline {
         el("a", { href: `/day/${before}`, id: "previous-day", title: "Previous day (PageUp or [)", text: `‹ ${before}` }),
         el("h1", { id: "day", text: day }),
         el("a", { href: `/day/${next}`, id: "next-day", title: "Next day (PageDown or ])", text: `${next} ›` }),
+        el("a", { href: `/glance?${new URLSearchParams({ since: day })}`, id: "glance", text: "The day at a glance" }),
         jump,
       ),
       this.note,
