@@ -19,9 +19,12 @@ What is measured, each after a warm-up:
   frame later, frame after frame through the day;
 - a thumbnail decrypted and served: the server time of every ``/api/thumbnail`` the page
   asked for;
-- search with thumbnails: the search page for words cut from the day's frames, the server
-  time of ``/api/search`` and of the search with all its thumbnails;
+- search with thumbnails: the search page for words cut from the day's frames' titles, in
+  that day (so every result has a thumbnail), the server time of ``/api/search`` and of the
+  search with all its thumbnails;
 - a jump to another day: PageDown and PageUp, from the key to ``timeline-painted``;
+- today's page following a new frame: from its append (an import, a writer as the daemon
+  is) to the page showing it, and the server time of the page's poll;
 - the server's RSS (``/proc/PID/status``) before, during and after ``--scrub-minutes`` of
   scrubbing back and forth.
 
@@ -139,11 +142,13 @@ class Server:
             raise SystemExit(f"backscroll view printed no address: {line!r}")
         self.url, self.origin = found.group(0), found.group(1)
 
-    def rss_mb(self) -> float:
+    def rss_mb(self, kind: str = "VmRSS") -> float:
+        """Resident MB: all (VmRSS), or the process's own memory (RssAnon) or the pages of
+        files it maps (RssFile: the search views, which the kernel may drop and read again)."""
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{kind}:"):
                 return int(line.split()[1]) / 1024
-        raise RuntimeError("no VmRSS")
+        raise RuntimeError(f"no {kind}")
 
     def stop(self) -> None:
         self.process.terminate()
@@ -252,7 +257,7 @@ def run(page: Any, server: Server, day: str, scrub_minutes: float, rss: list[flo
     words = search_words(page, server, day)
     searches, totals = [], []
     for n, word in enumerate(words):
-        page.goto(f"{server.origin}/search?q={word}")
+        page.goto(f"{server.origin}/search?q={word}&since={day}")  # results with thumbnails
         page.wait_for_selector("#search-note:not(:empty)")
         page.wait_for_load_state("load")
         page.evaluate(
@@ -337,6 +342,8 @@ def long_scrub(page: Any, server: Server, day: str, minutes: float, rss: list[fl
     say(f"server RSS: at start {rss[0]:.0f} MB, after the runs above {rss[1]:.0f} MB, ")
     say(f"  after {minutes:g} min of scrubbing ({steps:,} frames shown) {rss[-1]:.0f} MB")
     say(f"  (target <= 150 MB, no growth with use); samples: {shown}")
+    own, files = server.rss_mb("RssAnon"), server.rss_mb("RssFile")
+    say(f"  of which its own memory (RssAnon) {own:.0f} MB, mapped files (RssFile) {files:.0f} MB")
 
 
 def baseline(server: Server, frame: int) -> None:
