@@ -151,10 +151,12 @@ class Timeline {
   drawMoments() {
     // A moment: consecutive frames of one window (app and title).
     this.groups = [];
+    this.groupAt = []; // each frame's moment, so a scrub step finds it at once
     this.frames.forEach((f, i) => {
       const last = this.groups.at(-1);
       if (last && last.app === f.app && last.title === f.title) last.end = i;
       else this.groups.push({ app: f.app, title: f.title, start: i, end: i });
+      this.groupAt.push(this.groups.at(-1));
     });
     // A moment's picture is asked for once it scrolls into the strip: a day of 300 moments
     // would otherwise ask for a hundred at once, ahead of the frame the person looks at.
@@ -185,24 +187,21 @@ class Timeline {
     });
   }
 
-  groupOf(index) {
-    return this.groups.find((g) => g.start <= index && index <= g.end);
-  }
 
   select(index, { address = true } = {}) {
     if (!this.frames.length) return;
     index = Math.max(0, Math.min(this.frames.length - 1, index));
-    const moved = index !== this.index;
     this.index = index;
     const f = this.frames[index];
     this.scrub.value = String(index);
     const dayStart = Date.parse(`${this.day}T00:00:00`);
     this.cursor.style.left = `${((Date.parse(f.time) - dayStart) / (24 * 3600 * 1000)) * 100}%`;
-    for (const g of this.groups) g.item.classList.remove("current");
-    const group = this.groupOf(index);
-    if (group) {
+    const group = this.groupAt[index];
+    if (group !== this.current) {
+      this.current?.item.classList.remove("current");
       group.item.classList.add("current");
-      if (moved) group.item.scrollIntoView({ block: "nearest", inline: "nearest" });
+      group.item.scrollIntoView({ block: "nearest", inline: "nearest" });
+      this.current = group;
     }
     if (address) history.replaceState(null, "", `/frame/${f.id}`);
     this.showFrame(f, group);
