@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from backscroll.crypto import MEMO_WORDS
 from backscroll.record import record_frame
 from backscroll.store import MemoryStore
 from base import jsontext
 from base.clock import now_us
-from base.errors import DiskFullError, UsageError, is_disk_full, is_text
+from base.errors import DiskFullError, LockedError, UsageError, is_disk_full, is_text
 from capture.seen import Seen
 from eventlog.events import (
     MAX_NAME,
@@ -22,6 +24,9 @@ from eventlog.events import (
     MAX_TITLE,
     MAX_URL,
 )
+
+if TYPE_CHECKING:
+    from projector.runner import Projector
 
 IMPORT_BATCH = 1000
 
@@ -92,14 +97,17 @@ def _import(
     config = store.config
     crypto = store.ensure_crypto() if config.encrypt_text or config.encrypt_thumbnails else None
     pending: list[Seen] = []
+    memo: dict[str, bytes] = {}  # word → blind token, for this import only
     imported = last = through = 0
 
     def flush() -> None:
         nonlocal imported, through
+        if len(memo) > MEMO_WORDS:
+            memo.clear()
         try:
             with store.log.batch() as batch:
                 for seen in pending:
-                    record_frame(batch, seen, config, crypto, store.home)
+                    record_frame(batch, seen, config, crypto, store.home, memo)
         except DiskFullError:
             lines = f" (lines 1..{through})" if imported else ""
             raise DiskFullError(
@@ -110,18 +118,58 @@ def _import(
         pending.clear()
         if progress:
             progress(imported)
+        indexing.run(lambda views: views.apply_new())
 
-    for number, line in enumerate(rows, 1):
-        if number in bad or not line.strip():
-            continue
-        pending.append(parse_import_line(line, now))
-        last = number
-        if len(pending) >= IMPORT_BATCH:
+    indexing = _Indexing(store)
+    try:
+        for number, line in enumerate(rows, 1):
+            if number in bad or not line.strip():
+                continue
+            pending.append(parse_import_line(line, now))
+            last = number
+            if len(pending) >= IMPORT_BATCH:
+                flush()
+        if pending:
             flush()
-    if pending:
-        flush()
+        indexing.run(lambda views: views.catch_up())
+    finally:
+        indexing.close()
     store.refresh()
     return ImportResult(imported, skipped)
+
+
+class _Indexing:
+    """The views kept up with an import batch by batch, when this process can take them:
+    Tantivy's threads index one batch on the other core while the next is parsed, redacted
+    and appended on this one (appending everything first and indexing after used one core
+    at a time). With the daemon holding the views, it indexes what is appended; a full disk
+    leaves them as they are to the refresh that ends the import, which says how far behind
+    they are."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.projector: Projector | None = None
+        with contextlib.suppress(LockedError):
+            self.projector = store.projector()
+
+    def run(self, step: Callable[[Projector], object]) -> None:
+        if self.projector is None:
+            return
+        try:
+            step(self.projector)
+        except (DiskFullError, OSError, ValueError) as exc:
+            if not isinstance(exc, DiskFullError) and not is_disk_full(exc):
+                raise
+            self.close()
+
+    def close(self) -> None:
+        projector, self.projector = self.projector, None
+        if projector is None:
+            return
+        try:
+            projector.close()
+        except (DiskFullError, OSError, ValueError) as exc:
+            if not isinstance(exc, DiskFullError) and not is_disk_full(exc):
+                raise
 
 
 class _Rereadable:

@@ -50,6 +50,7 @@ def input_schema(tool: str) -> Schema | None:
     import msgspec
 
     from backscroll.contract.screen_memory import ContextRequest, StretchesRequest
+    from backscroll.keep_tools import KeptMemoryTool, KeptMemoryWriteTool
     from backscroll.tools import MemoryManageTool, MemoryTool
 
     params = {
@@ -57,6 +58,8 @@ def input_schema(tool: str) -> Schema | None:
         "memory_manage": MemoryManageTool.Params,
         "screen_memory_recent_context": ContextRequest,
         "screen_memory_recent_segments": StretchesRequest,
+        "kept_memory": KeptMemoryTool.Params,
+        "kept_memory_write": KeptMemoryWriteTool.Params,
     }.get(tool)
     if params is None:
         return None
@@ -90,6 +93,36 @@ def screen_memory_recent_segments() -> Schema:
     return _generated(RecentStretches, Refusal)
 
 
+@cache
+def kept_memory() -> Schema:
+    from backscroll.contract.keep import (
+        HistoryAnswer,
+        KeepRefusal,
+        KeptSearchAnswer,
+        KeptStatus,
+        MemoriesAnswer,
+        Memory,
+        ResolveAnswer,
+    )
+
+    return _generated(
+        ResolveAnswer,
+        KeptSearchAnswer,
+        MemoriesAnswer,
+        Memory,
+        HistoryAnswer,
+        KeptStatus,
+        KeepRefusal,
+    )
+
+
+@cache
+def kept_memory_write() -> Schema:
+    from backscroll.contract.keep import ForgetAnswer, KeepAnswer, KeepRefusal
+
+    return _generated(KeepAnswer, ForgetAnswer, KeepRefusal)
+
+
 def output_schema(tool: str) -> Schema:
     """The ``outputSchema`` of ``tool``, one of the server's tools."""
     schemas = {
@@ -98,5 +131,7 @@ def output_schema(tool: str) -> Schema:
         "screen_memory_recent_context": screen_memory_recent_context,
         "screen_memory_recent_segments": screen_memory_recent_segments,
         "memory_manage": memory_manage,
+        "kept_memory": kept_memory,
+        "kept_memory_write": kept_memory_write,
     }
     return schemas[tool]()

@@ -101,9 +101,15 @@ def _count(counts: dict[str, int], key: str, n: int = 1) -> None:
 
 
 def record_frame(
-    batch: Batch, seen: Seen, config: Config, crypto: FrameCrypto | None, home: Path
+    batch: Batch,
+    seen: Seen,
+    config: Config,
+    crypto: FrameCrypto | None,
+    home: Path,
+    memo: dict[str, bytes] | None = None,
 ) -> FrameCaptured:
-    """Build the event for ``seen`` with id ``batch.next_offset`` and append it to ``batch``."""
+    """Build the event for ``seen`` with id ``batch.next_offset`` and append it to ``batch``;
+    ``memo``: the blind tokens of words seen before (``FrameCrypto.blind_tokens``)."""
     frame_id = batch.next_offset
     text, title, url = seen.text, seen.title, seen.url[:MAX_URL]
     counts: dict[str, int] = {}
@@ -131,7 +137,7 @@ def record_frame(
         ciphertext=crypto.encrypt_text(frame_id, text) if encrypt_text and crypto else b"",
         text_source=seen.text_source,
         encrypted=encrypt_text,
-        blind_tokens=crypto.blind_tokens(text) if encrypt_text and crypto else (),
+        blind_tokens=crypto.blind_tokens(text, memo) if encrypt_text and crypto else (),
         thumb=thumb,
         thumb_encrypted=bool(thumb_encrypted),
         thumb_bytes=thumb_bytes,

@@ -1,4 +1,5 @@
-"""``backscroll reindex``: apply the current redact / encrypt settings to every stored frame.
+"""``backscroll reindex``: apply the current redact / encrypt settings to every stored frame
+(and ``encrypt_text`` to every kept memory's versions).
 
 A log compaction that keeps every frame id, then thumbnails re-encrypted or decrypted, then
 the views rebuilt from the rewritten log. Interrupted, it is simply run again: frames already
@@ -15,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from backscroll.crypto import MEMO_WORDS
+from backscroll.keep_upkeep import resealed
 from backscroll.record import redact_address, redact_frame, write_thumbnail
 from backscroll.store import MemoryStore
 from base.clock import now_us
@@ -28,7 +31,14 @@ from base.errors import (
     StoreError,
     is_disk_full,
 )
-from eventlog.events import Event, FrameCaptured, FramesRewritten, ReindexRequested
+from eventlog.events import (
+    Event,
+    FrameCaptured,
+    FramesRewritten,
+    MemoryKept,
+    MemoryRevised,
+    ReindexRequested,
+)
 from projector.runner import Projector, failure_line
 
 if TYPE_CHECKING:
@@ -113,18 +123,27 @@ def _rewrite_log(
     config = store.config
     crypto = store.ensure_crypto()
     stale: list[str] = []
+    memo: dict[str, bytes] = {}  # word → blind token, for this reindex only
     total = max(1, store.state().totals().frames)
     seen = 0
 
     def rewrite(offset: int, event: Event) -> Event | None:
         nonlocal seen
+        if isinstance(event, MemoryKept | MemoryRevised):
+            try:
+                return resealed(event, bool(config.encrypt_text and crypto), crypto)
+            except DecryptionError:
+                counts["unreadable"] += 1
+                return event
         if not isinstance(event, FrameCaptured):
             return event
         seen += 1
         if progress and seen % 500 == 0:
             progress(seen, total)
+        if len(memo) > MEMO_WORDS:
+            memo.clear()
         try:
-            new = _rewrite_frame(store, event, config, crypto, counts, stale)
+            new = _rewrite_frame(store, event, config, crypto, counts, stale, memo)
         except DecryptionError:
             counts["unreadable"] += 1  # a lost or wrong key: leave the frame as it is
             return event
@@ -156,6 +175,7 @@ def _rewrite_frame(
     crypto: FrameCrypto | None,
     counts: dict[str, int],
     stale: list[str],
+    memo: dict[str, bytes],
 ) -> FrameCaptured:
     text = (
         _opened(crypto).decrypt_text(frame.frame_id, frame.ciphertext)
@@ -188,7 +208,7 @@ def _rewrite_frame(
             text="" if encrypt else text,
             ciphertext=_opened(crypto).encrypt_text(frame.frame_id, text) if encrypt else b"",
             encrypted=encrypt,
-            blind_tokens=_opened(crypto).blind_tokens(text) if encrypt else (),
+            blind_tokens=_opened(crypto).blind_tokens(text, memo) if encrypt else (),
         )
     if redactions != frame.redactions:
         changes["redactions"] = redactions

@@ -64,7 +64,7 @@ def stats(totals: FrameStats, config: Config, disk: DiskUse, key_store: str | No
         encrypt_text=config.encrypt_text,
         encrypt_thumbnails=config.encrypt_thumbnails,
         key_store=key_store,
-        encryption_available=keys.ENCRYPTION_AVAILABLE,  # read late: it imports cryptography
+        encryption_available=keys.encryption_installed(),
     )
 
 

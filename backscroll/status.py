@@ -14,6 +14,7 @@ from pathlib import Path
 from backscroll import keys
 from backscroll.contract import Counts, DaemonState, DaemonStatus, Status
 from backscroll.heartbeat import read_heartbeat
+from backscroll.keep import Keeper
 from backscroll.manage import stuck
 from backscroll.stats import disk_use, stats
 from backscroll.store import MemoryStore
@@ -37,6 +38,7 @@ def collect(store: MemoryStore) -> Status:
     stopped = {run.pid for run in state.runs if run.stopped_us is not None}
     daemon = _daemon_state(store.home, stopped)
     backend, abilities = _backend(daemon, config.capture_backend)
+    memories, proposed, due = Keeper(store).counts()
     shared = {name: getattr(counts, name) for name in Counts.__struct_fields__}
     return Status(
         **shared,
@@ -69,6 +71,9 @@ def collect(store: MemoryStore) -> Status:
         deletions_stuck=[stuck(d) for d in state.stuck_deletions()],
         backend=backend,
         abilities=abilities,
+        memories=memories,
+        memories_proposed=proposed,
+        intentions_due=due,
     )
 
 
@@ -112,6 +117,8 @@ def render(info: Status) -> str:
         f"  deny list: {', '.join(info.deny_apps)}",
         f"  hotkey:    {info.pause_hotkey or 'off'}{_hotkey_note(daemon)}",
         f"  search:    Tantivy{_lag(info.views_lag, info.views_behind_why)}",
+        f"  kept:      {info.memories:,} memories, {info.memories_proposed:,} waiting for "
+        f"review, {info.intentions_due:,} intentions due",
     ]
     if not info.encryption_available:
         lines.append(

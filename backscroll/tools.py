@@ -243,6 +243,9 @@ class MemoryManageTool(_Tool):
         ] = "json"
         query: Matching = None
         thumbnails: Annotated[bool, Meta(description=f"export: {contract.THUMBNAILS}")] = True
+        forget_citing: Annotated[bool, Meta(description=f"delete: {contract.FORGET_CITING}")] = (
+            False
+        )
 
     async def execute(self, ctx: object, params: MemoryManageTool.Params) -> ToolResult:
         handlers: dict[str, Callable[[MemoryManageTool.Params], ToolResult]] = {
@@ -305,7 +308,17 @@ class MemoryManageTool(_Tool):
         with self._store(write=True) as store:
             result = answer.delete(store, request, "tool")
         scope = answer.scope_text(result.start, result.end, result.app)
-        return answered(result, f"Deleted {result.deleted} frame(s) in {scope}.")
+        lines = [f"Deleted {result.deleted} frame(s) in {scope}."]
+        if result.memories_forgotten:
+            lines.append(
+                f"Forgot the kept memories citing them: {', '.join(result.memories_forgotten)}."
+            )
+        if result.cited_by:
+            lines.append(
+                f"Kept memories citing a deleted frame, their source now pointing at nothing: "
+                f"{', '.join(result.cited_by)} (forget_citing forgets them with the frames)."
+            )
+        return answered(result, "\n".join(lines))
 
     async def _export(self, ctx: object, p: Params) -> ToolResult:
         request = check_export(p)

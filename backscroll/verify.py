@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 from backscroll import keys
+from backscroll.keep_upkeep import verify_kept
 from backscroll.manage import stuck
 from backscroll.store import MemoryStore
 from eventlog.events import FRAME_TYPE, FrameCaptured
@@ -46,6 +47,7 @@ def verify_store(store: MemoryStore) -> list[str]:
         f"search view of {month} damaged ({why}): {REBUILD}" for month, why in damaged.items()
     ]
     problems += [stuck(d) for d in state.stuck_deletions()]
+    problems += verify_kept(store)
     pending = state.pending_deletions()
     searcher = store.searcher()
     applied = min(state.position, manifest.position if manifest else -1)

@@ -249,7 +249,7 @@ def ocr_at_scales(desk: Any) -> list[str]:
                 image, monitor = found.screen.grab(front.geometry)
                 region = window_region(image, front.geometry, monitor)
                 started = time.perf_counter()
-                text = found.ocr.text(region).lower()
+                text = found.ocr.read(region).text.lower()
                 ms = (time.perf_counter() - started) * 1000
             finally:
                 found.close()

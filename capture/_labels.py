@@ -14,6 +14,17 @@ from capture._shapes import MARK, X_FILLED, Span
 
 _QUOTES = "\"'`"
 _QUOTE_SET = frozenset(_QUOTES)
+# OCR reads a straight quote as a curly one, and either end as either curl: the value of
+# 'password = "a b c"' read as 'password = “a b c"' ends at any of its closers.
+_CLOSERS = {
+    '"': '"“”',
+    "“": '"“”',
+    "”": '"“”',
+    "'": "'‘’",
+    "‘": "'‘’",
+    "’": "'‘’",
+    "`": "`",
+}
 
 
 def _word_set(words: str) -> frozenset[str]:
@@ -179,13 +190,14 @@ def _value(text: str, pos: int, url_param: bool) -> tuple[int, int, str] | None:
     """The value at ``pos``: quoted (the span inside the quotes) or bare (up to white space)."""
     if text.startswith("@", pos) and text[pos + 1 : pos + 2] in _QUOTE_SET:
         pos += 1  # C# verbatim string @"…"
-    if text[pos : pos + 1] in _QUOTE_SET:
+    if text[pos : pos + 1] in _CLOSERS:
         quote = text[pos]
+        closers = _CLOSERS[quote]
         limit = min(len(text), pos + 1 + _VALUE_MAX)
         close = pos + 1
-        while (close := text.find(quote, close, limit)) > 0 and text[close - 1] == "\\":
+        while close < limit and (text[close] not in closers or text[close - 1] == "\\"):
             close += 1
-        if close > 0 and "\n" not in text[pos + 1 : close]:
+        if close < limit and "\n" not in text[pos + 1 : close]:
             return pos + 1, close, quote
         pos += 1  # unterminated, as when a line is cut: the rest of the word is the value
     bare = (_URL_PARAM_VALUE if url_param else _BARE_VALUE).match(text, pos)

@@ -43,6 +43,8 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from capture.probe import Geometry
+
 if TYPE_CHECKING:
     from dbus_fast.aio import MessageBus
 
@@ -54,6 +56,9 @@ ACCESSIBLE = "org.a11y.atspi.Accessible"
 COLLECTION = "org.a11y.atspi.Collection"
 TEXT = "org.a11y.atspi.Text"
 DOCUMENT = "org.a11y.atspi.Document"
+COMPONENT = "org.a11y.atspi.Component"
+# AtspiCoordType: coordinates on the screen (X11's root window), not the window's own.
+COORDS_SCREEN = 0
 
 # AtspiRole values (at-spi2-core atspi-constants.h).
 ROLE_LINK = 88
@@ -66,6 +71,8 @@ ROLE_PUSH_BUTTON = 43
 ROLE_TABLE_CELL = 56
 ROLE_TREE_ITEM = 91
 ROLE_DOCUMENT_WEB = 95
+ROLE_COMBO_BOX = 11  # Firefox's address bar
+ROLE_ENTRY = 79  # Chromium's
 # Roles whose accessible *name* is visible text (a tab's title, a button's label) even when
 # they have no Text interface.
 NAMED_ROLES = (
@@ -95,6 +102,11 @@ BATCH = 32
 # After finding no accessibility bus, don't look again for this long: each attempt costs
 # a connection to the session bus.
 RETRY_AFTER_S = 30.0
+# A stretch of text whose box is taller than this many of its first character's is wrapped
+# over several rows: its characters are then placed one by one, at most WRAPPED_CHARS of them
+# (a box around the rows would black out the words beside it on every row).
+WRAPPED_ROWS = 1.5
+WRAPPED_CHARS = 4096
 
 # The page addresses a frame keeps: web pages and local files. Other schemes are an app's
 # own pages (an Electron app's ``vscode-file://``, a browser's ``chrome://newtab``).
@@ -131,6 +143,36 @@ class Page(NamedTuple):
     url: str
 
 
+class AxPart(NamedTuple):
+    """Where a stretch of ``AxText.text`` came from: an object's text, or its name."""
+
+    start: int
+    end: int
+    ref: Ref
+    named: bool
+    """Its accessible name (a button's label): drawn somewhere in the object's extents."""
+    lead: int
+    """Characters stripped from the start of what the object gave."""
+    objects: tuple[int, ...]
+    """Where U+FFFC (an embedded object) stood in what the object gave, left out of the text."""
+
+    def offset(self, at: int) -> int:
+        """The object's own offset of the character at ``at`` in ``AxText.text``."""
+        offset = self.lead + at - self.start
+        for place in self.objects:
+            if place <= offset:
+                offset += 1
+        return offset
+
+
+class AxText(NamedTuple):
+    """A window's text and, for each stretch of it, the object it came from (for
+    ``AxReader.extents``)."""
+
+    text: str
+    parts: tuple[AxPart, ...] = ()
+
+
 class AxWindow(NamedTuple):
     """A top-level window as AT-SPI tells it: no position, no size."""
 
@@ -155,11 +197,59 @@ class AxReader:
 
     def window_text(self, pid: int | None, *, max_chars: int = 20000, timeout: float = 1.0) -> str:
         """The focused window's text of the app with ``pid``, at most ``max_chars``."""
+        return self.window_read(pid, max_chars=max_chars, timeout=timeout).text
+
+    def window_read(
+        self, pid: int | None, *, max_chars: int = 20000, timeout: float = 1.0
+    ) -> AxText:
+        """``window_text`` with the object each stretch of it came from."""
         if not pid or pid <= 0 or max_chars <= 0 or time.monotonic() < self._retry_at:
-            return ""
-        parts: list[str] = []
+            return AxText("")
+        parts: list[_Piece] = []
         self._run(f"pid {pid}", timeout, self._collect(pid, max_chars, parts))
         return _join(list(parts), max_chars)
+
+    def extents(
+        self, read: AxText, spans: Sequence[tuple[int, int]], *, timeout: float = 1.0
+    ) -> list[Geometry] | None:
+        """Where the stretches ``spans`` of ``read.text`` are drawn, in screen (root)
+        coordinates: a box a row for text (``Text.GetRangeExtents``; a stretch wrapped over
+        rows, a box a character), the object's box for a name. None when that could not be
+        told for every stretch (the app went, or did not answer in ``timeout``)."""
+        pieces: list[tuple[Ref, tuple[int, int] | None]] = []
+        for start, end in spans:
+            for part in read.parts:
+                low, high = max(start, part.start), min(end, part.end)
+                if low >= high:
+                    continue
+                if part.named:
+                    pieces.append((part.ref, None))
+                    continue
+                while low < high:  # a row at a time: the object's own line breaks
+                    brk = read.text.find("\n", low, high)
+                    stop = high if brk < 0 else brk
+                    if stop > low:
+                        pieces.append((part.ref, (part.offset(low), part.offset(stop - 1) + 1)))
+                    low = stop + 1
+        if not pieces:
+            return []
+        found: list[Geometry] = []
+        failed: list[str] = []
+        self._run("the extents", timeout, self._extents(pieces, found, failed))
+        if failed != [""]:  # "" alone: every piece placed
+            log.debug("AT-SPI extents not found: %s", ", ".join(failed) or "timed out")
+            return None
+        return found
+
+    def address_bar(self, pid: int | None, host: str, *, timeout: float = 1.0) -> list[Geometry]:
+        """Where a browser's window of ``pid`` draws its page's address (screen coordinates):
+        the entries of its toolbar (above the page) that show ``host``, else all of them, else
+        the whole band above the page. Empty when it shows no page."""
+        if not pid or pid <= 0 or time.monotonic() < self._retry_at:
+            return []
+        found: list[Geometry] = []
+        self._run(f"pid {pid}", timeout, self._address_bar(pid, host, found))
+        return found
 
     def windows(self, *, timeout: float = 1.0) -> list[AxWindow]:
         """Every accessible app's SHOWING top-level windows, the ACTIVE one first if any: on
@@ -324,7 +414,100 @@ class AxReader:
 
         await self._in_focused_window(pid, read)
 
-    async def _collect(self, pid: int, max_chars: int, parts: list[str]) -> None:
+    async def _extents(
+        self,
+        pieces: list[tuple[Ref, tuple[int, int] | None]],
+        found: list[Geometry],
+        failed: list[str],
+    ) -> None:
+        """Each piece's boxes into ``found``; into ``failed`` the names of the calls that
+        failed, or "" alone once every piece is placed (a read cut short says neither).
+
+        One round of calls: a name's object's extents; a stretch's range extents, and one
+        character's of each object, whose height tells a stretch wrapped over rows. A
+        character of a taller font than the stretch's can only make a wrapped stretch one
+        box around its rows, painting more, never less."""
+        bus = await self._connect()
+        names = [ref for ref, span in pieces if span is None]
+        texts = [(ref, span) for ref, span in pieces if span is not None]
+        first: dict[Ref, int] = {}
+        for ref, (start, _end) in texts:
+            first.setdefault(ref, start)
+
+        async def asked(ref: Ref, *request: Any) -> list[Any]:
+            try:
+                return await call(bus, *ref, *request)
+            except CallError as exc:
+                failed.append(exc.name)
+                return []
+
+        replies = await asyncio.gather(
+            *(asked(ref, COMPONENT, "GetExtents", "u", [COORDS_SCREEN]) for ref in names),
+            *(
+                asked(ref, TEXT, "GetRangeExtents", "iiu", [*span, COORDS_SCREEN])
+                for ref, span in texts
+            ),
+            *(
+                asked(ref, TEXT, "GetCharacterExtents", "iu", [at, COORDS_SCREEN])
+                for ref, at in first.items()
+            ),
+        )
+        if failed:
+            return
+        named, ranged = replies[: len(names)], replies[len(names) : len(names) + len(texts)]
+        chars = replies[len(names) + len(texts) :]
+        heights = {ref: reply[3] for ref, reply in zip(first, chars, strict=True)}
+        found.extend(Geometry(*reply[0]) for reply in named)
+        wrapped = []
+        for (ref, span), reply in zip(texts, ranged, strict=True):
+            box = Geometry(*reply)
+            if box.height <= WRAPPED_ROWS * heights[ref]:
+                found.append(box)
+            else:
+                wrapped.append((ref, span))
+        try:
+            rows = await asyncio.gather(*(_rows(bus, ref, *span) for ref, span in wrapped))
+        except CallError as exc:
+            failed.append(exc.name)
+            return
+        found.extend(box for boxes in rows for box in boxes)
+        failed.append("")
+
+    async def _address_bar(self, pid: int, host: str, found: list[Geometry]) -> None:
+        async def read(bus: MessageBus, window: Ref) -> None:
+            document = await _document(bus, window)
+            if document is None:
+                return
+            (page,) = await call(bus, *document, COMPONENT, "GetExtents", "u", [COORDS_SCREEN])
+            page = Geometry(*page)
+            (whole,) = await call(bus, *window, COMPONENT, "GetExtents", "u", [COORDS_SCREEN])
+            whole = Geometry(*whole)
+            entries = await _matches(
+                bus,
+                window,
+                _rule(states=[STATE_SHOWING], roles=[ROLE_ENTRY, ROLE_COMBO_BOX]),
+                count=64,
+            )
+            bars: list[tuple[Geometry, str]] = []
+            for ref in entries:
+                try:
+                    (box,) = await call(bus, *ref, COMPONENT, "GetExtents", "u", [COORDS_SCREEN])
+                    shown = (await call(bus, *ref, TEXT, "GetText", "ii", [0, -1]))[0]
+                except CallError:
+                    continue  # gone, or no text: not an address bar
+                box = Geometry(*box)
+                if box.width > 0 and box.height > 0 and box.y + box.height <= page.y:
+                    bars.append((box, shown))
+            showing = [box for box, shown in bars if host and host in shown.lower()]
+            if showing or bars:
+                found.extend(showing or [box for box, _ in bars])
+            elif page.y > whole.y:
+                # No entry said where: the toolbar is somewhere above the page.
+                found.append(Geometry(whole.x, whole.y, whole.width, page.y - whole.y))
+
+        await self._in_focused_window(pid, read)
+
+    async def _collect(self, pid: int, max_chars: int, parts: list[_Piece]) -> None:
         async def read(bus: MessageBus, window: Ref) -> None:
             try:
                 # A browser's page, not its chrome (tab strip, toolbar, address bar).
@@ -564,7 +747,36 @@ async def _describe(bus: MessageBus, ref: Ref) -> tuple[int, list[int], list[str
     return int(role[0]), list(states[0]), list(interfaces[0]), kids
 
 
-async def _read_texts(bus: MessageBus, refs: list[Ref], max_chars: int, parts: list[str]) -> None:
+async def _rows(bus: MessageBus, ref: Ref, start: int, end: int) -> list[Geometry]:
+    """The boxes on screen of the characters ``start`` to ``end`` of ``ref``'s text, which
+    the object wrapped over rows: one box a row."""
+    chars = await asyncio.gather(
+        *(
+            call(bus, *ref, TEXT, "GetCharacterExtents", "iu", [at, COORDS_SCREEN])
+            for at in range(start, min(end, start + WRAPPED_CHARS))
+        )
+    )
+    rows: list[Geometry] = []
+    for x, y, width, height in chars:
+        if width <= 0 or height <= 0:
+            continue
+        if rows and rows[-1].y == y:
+            last = rows[-1]
+            left, right = min(last.x, x), max(last.x + last.width, x + width)
+            rows[-1] = Geometry(left, y, right - left, max(last.height, height))
+        else:
+            rows.append(Geometry(x, y, width, height))
+    return rows
+
+
+_Piece = tuple[str, Ref, bool, int, tuple[int, ...]]
+"""What ``_join`` joins: a text, its object, whether it is the object's name, and where it
+stood in what the object gave (``AxPart.lead`` and ``AxPart.objects``)."""
+
+
+async def _read_texts(
+    bus: MessageBus, refs: list[Ref], max_chars: int, parts: list[_Piece]
+) -> None:
     budget = max_chars
     for start in range(0, len(refs), BATCH):
         if budget <= 0:
@@ -575,17 +787,22 @@ async def _read_texts(bus: MessageBus, refs: list[Ref], max_chars: int, parts: l
             *(call(bus, name, path, TEXT, "GetText", "ii", [0, -1]) for name, path in batch),
             return_exceptions=True,
         )
-        for reply in replies:
+        for ref, reply in zip(batch, replies, strict=True):
             if isinstance(reply, BaseException):
                 continue  # that object went away
-            text = _clean(reply[0][:budget])
+            raw = reply[0][:budget]
+            text = _clean(raw)
             if text:
-                parts.append(text)
+                bare = raw.replace("\ufffc", "")
+                objects = tuple(n for n, char in enumerate(raw) if char == "\ufffc")
+                parts.append((text, ref, False, len(bare) - len(bare.lstrip()), objects))
                 budget -= len(text) + 1
 
 
-async def _read_names(bus: MessageBus, refs: list[Ref], max_chars: int, parts: list[str]) -> None:
-    if not refs or sum(len(part) + 1 for part in parts) >= max_chars:
+async def _read_names(
+    bus: MessageBus, refs: list[Ref], max_chars: int, parts: list[_Piece]
+) -> None:
+    if not refs or sum(len(part[0]) + 1 for part in parts) >= max_chars:
         return
     replies = await asyncio.gather(
         *(
@@ -602,11 +819,11 @@ async def _read_names(bus: MessageBus, refs: list[Ref], max_chars: int, parts: l
         ),
         return_exceptions=True,
     )
-    for reply in replies:
+    for ref, reply in zip(refs, replies, strict=False):
         if not isinstance(reply, BaseException):
             name = _clean(reply[0].value)
             if name:
-                parts.append(name)
+                parts.append((name, ref, True, 0, ()))
 
 
 def _clean(text: str) -> str:
@@ -614,15 +831,21 @@ def _clean(text: str) -> str:
     return text.replace("\ufffc", "").strip()
 
 
-def _join(parts: list[str], max_chars: int) -> str:
+def _join(parts: list[_Piece], max_chars: int) -> AxText:
     """The parts in order, each once (a label's name repeats its text), cut at max_chars."""
     seen: set[str] = set()
-    kept = []
-    for part in parts:
-        if part not in seen:
-            seen.add(part)
-            kept.append(part)
-    return "\n".join(kept)[:max_chars]
+    kept: list[str] = []
+    placed: list[AxPart] = []
+    at = 0
+    for text, ref, named, lead, objects in parts:
+        if text in seen or at >= max_chars:
+            continue
+        seen.add(text)
+        kept.append(text)
+        end = min(at + len(text), max_chars)
+        placed.append(AxPart(at, end, ref, named, lead, objects))
+        at += len(text) + 1
+    return AxText("\n".join(kept)[:max_chars], tuple(placed))
 
 
 STATUS = "org.a11y.Status"

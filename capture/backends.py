@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -36,7 +36,8 @@ from base.errors import CaptureError
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-    from capture.ax import AxReader, Page
+    from capture.ax import AxReader, AxText, Page
+    from capture.ocr import Reading
     from capture.probe import Frontmost, Geometry, VisibleWindow, X11Probe
     from capture.screen import Monitor
 
@@ -64,6 +65,22 @@ class TextReader(Protocol):
         self, pid: int | None, *, max_chars: int = 20000, timeout: float = 1.0
     ) -> str: ...
 
+    def window_read(
+        self, pid: int | None, *, max_chars: int = 20000, timeout: float = 1.0
+    ) -> AxText:
+        """``window_text`` with the object each stretch of it came from."""
+        ...
+
+    def extents(
+        self, read: AxText, spans: Sequence[tuple[int, int]], *, timeout: float = 1.0
+    ) -> list[Geometry] | None:
+        """Where stretches of ``read.text`` are drawn, in root coordinates (None: not known)."""
+        ...
+
+    def address_bar(self, pid: int | None, host: str, *, timeout: float = 1.0) -> list[Geometry]:
+        """Where the browser window of ``pid`` draws its page's address, in root coordinates."""
+        ...
+
     def window_page(self, pid: int | None, *, timeout: float = 1.0) -> Page:
         """The focused window's accessible name and its page's address ("" when none)."""
         ...
@@ -78,7 +95,9 @@ class OcrEngine(Protocol):
         """Raise CaptureError saying what to install when this engine cannot run."""
         ...
 
-    def text(self, image: Image) -> str: ...
+    def read(self, image: Image) -> Reading:
+        """The text read in ``image`` and each word's box in its pixels, from one pass."""
+        ...
 
     def forget(self) -> None:
         """Drop whatever the engine keeps of text it has read (called after a deletion), at

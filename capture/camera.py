@@ -7,10 +7,11 @@
 ``take`` runs every step of a frame in order: the page's address checked against the deny
 list before any pixel is read; the AT-SPI text read beside the grab; the grab; denied
 windows beside the active one blacked out; the duplicate check; OCR when the text is too
-short; the thumbnail and the event's signature. It returns a ``Seen``, or why nothing was
-seen (``"denied"``, ``"duplicate"``). Redaction, encryption and the append are the app's
-(``backscroll.record``). A new backend is a ``capture.backends.Backends``; a new step goes
-here.
+short; the secrets redaction finds in the text, the page's address and the title painted
+over in the pixels (``capture.blackout``); the thumbnail and the event's signature. It returns a
+``Seen``, or why nothing was seen (``"denied"``, ``"duplicate"``). Redaction of the text,
+encryption and the append are the app's (``backscroll.record``). A new backend is a
+``capture.backends.Backends``; a new step goes here.
 """
 
 from __future__ import annotations
@@ -19,13 +20,18 @@ import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Literal
+from urllib.parse import urlsplit
 
 from base.clock import now_us
 from base.config import Config
 from base.errors import BackscrollError
 from capture import screen
+from capture.ax import AxText
+from capture.blackout import Placed, paint, screen_boxes, secret_spans, shifted, words_over
 from capture.deny import denied, denied_beside
-from capture.ocr import panels
+from capture.ocr import placed_panels
+from capture.probe import Geometry
+from capture.redact import redact, redact_url
 from capture.seen import Likeness, Seen
 from eventlog.events import CaptureReason, TextSource
 
@@ -33,7 +39,7 @@ if TYPE_CHECKING:
     from PIL.Image import Image
 
     from capture.backends import Backends
-    from capture.probe import Frontmost, Geometry
+    from capture.probe import Frontmost
     from capture.screen import Monitor
 
 log = logging.getLogger("backscroll.capture")
@@ -140,7 +146,11 @@ class Camera:
             and screen.difference(likeness.signature, after.signature) < config.dedupe_threshold
         ):
             return "duplicate"
-        text, source = self._text(config, front, ax_text, image, monitor)
+        placed, source = self._text(config, front, ax_text, image, monitor)
+        text = placed.text
+        if config.redact:
+            outer = next((w.geometry for w in visible if w.window_id == front.window_id), None)
+            self._hide_secrets(image, monitor, front, outer, placed, ax_text.result(), url)
         return Seen(
             captured_us=captured_us,
             app=front.app,
@@ -166,36 +176,87 @@ class Camera:
             log.info("page address unavailable: %s", exc)
             return "", ""
 
-    def _ax_text(self, pid: int | None) -> str:
+    def _ax_text(self, pid: int | None) -> AxText:
         if not pid:
-            return ""
+            return AxText("")
         try:
-            return self.backends.ax.window_text(pid, max_chars=MAX_AX_CHARS)
+            return self.backends.ax.window_read(pid, max_chars=MAX_AX_CHARS)
         except BackscrollError as exc:
             log.info("accessibility text unavailable: %s", exc)
-            return ""
+            return AxText("")
 
     def _text(
-        self, config: Config, front: Frontmost, ax_text: Future[str], image: Image, monitor: Monitor
-    ) -> tuple[str, TextSource]:
-        text = ax_text.result()
+        self,
+        config: Config,
+        front: Frontmost,
+        ax_text: Future[AxText],
+        image: Image,
+        monitor: Monitor,
+    ) -> tuple[Placed, TextSource]:
+        text = ax_text.result().text
+        ax = Placed(text, ax_end=len(text))
         if len(text.strip()) >= config.ax_min_chars and config.ocr_backend != "always":
-            return text, "ax"
-        region = window_region(image, front.geometry, monitor)
+            return ax, "ax"
+        box = window_box(image, front.geometry, monitor)
+        region = image if box is None else image.crop(box)
+        corner = (0, 0) if box is None else box[:2]
         # A window whose rectangle nobody gives (GNOME) is the whole desktop: each of its
         # light and dark regions is read alone (capture.ocr.panels).
         whole = tuple(front.geometry) == (monitor.left, monitor.top, monitor.width, monitor.height)
+        ocr, words = "", []
         try:
-            parts = panels(region) if whole else [region]
-            ocr = "\n".join(filter(None, (self.backends.ocr.text(part) for part in parts)))
+            for (left, top), part in placed_panels(region) if whole else [((0, 0), region)]:
+                reading = self.backends.ocr.read(part)
+                if not reading.text:
+                    continue
+                if ocr:
+                    ocr += "\n"
+                corner_in_frame = (corner[0] + left, corner[1] + top)
+                words += shifted(reading.words, len(ocr), corner_in_frame)
+                ocr += reading.text
         except BackscrollError as exc:
             log.warning("OCR failed on one frame: %s", exc)
-            ocr = ""
+            ocr, words = "", []
         if len(text.strip()) >= config.ax_min_chars:
-            return (text + "\n" + ocr).strip(), "ax"
+            # The accessible text has no space at its start (capture.ax strips each part).
+            both = (text + "\n" + ocr).strip()
+            return Placed(both, tuple(shifted(words, len(text) + 1, (0, 0))), len(text)), "ax"
         if ocr.strip():
-            return ocr, "ocr"
-        return text, "ax" if text.strip() else "none"
+            return Placed(ocr, tuple(words)), "ocr"
+        return ax, "ax" if text.strip() else "none"
+
+    def _hide_secrets(
+        self,
+        image: Image,
+        monitor: Monitor,
+        front: Frontmost,
+        outer: Geometry | None,
+        placed: Placed,
+        ax: AxText,
+        url: str,
+    ) -> None:
+        """Paint over where the frame's text, its page's address or its title (in the frame
+        ``outer`` the window manager draws around the window) shows a secret."""
+        spans = secret_spans(placed.text)
+        boxes = words_over(placed.text, placed.words, spans)
+        in_ax = [(s, min(e, placed.ax_end)) for s, e in spans if s < placed.ax_end]
+        rects: list[Geometry] | None = []
+        if in_ax:
+            # AT-SPI's screen coordinates are the root window's on X11 only: a Wayland app
+            # has no place on a screen it knows.
+            rects = self.backends.ax.extents(ax, in_ax) if self.backends.name == "x11" else None
+        if url and redact_url(url).counts and rects is not None:
+            host = urlsplit(url).hostname or ""
+            bar = self.backends.ax.address_bar(front.pid, host) if front.pid else []
+            rects = rects + bar if bar else None
+        if rects is None:  # a secret whose place is not known: the whole window is painted
+            rects = [front.geometry]
+        boxes += screen_boxes(rects, monitor, within=front.geometry)
+        if outer is not None and outer.y < front.geometry.y and redact(front.title).counts:
+            # The window manager draws the title above the window: its whole bar.
+            title = Geometry(outer.x, outer.y, outer.width, front.geometry.y - outer.y)
+            boxes += screen_boxes([title], monitor)
+        paint(image, boxes)
 
 
 def event_signature(sig: bytes) -> bytes:
@@ -208,6 +269,14 @@ def event_signature(sig: bytes) -> bytes:
 
 def window_region(image: Image, geometry: Geometry, monitor: Monitor) -> Image:
     """The window's part of a grab of its monitor (the whole grab if that part is tiny)."""
+    box = window_box(image, geometry, monitor)
+    return image if box is None else image.crop(box)
+
+
+def window_box(
+    image: Image, geometry: Geometry, monitor: Monitor
+) -> tuple[int, int, int, int] | None:
+    """The box of ``window_region`` in the grab (None: the whole grab)."""
     scale = monitor.scale
     left, top = geometry.x - monitor.left, geometry.y - monitor.top
     box = (
@@ -217,8 +286,8 @@ def window_region(image: Image, geometry: Geometry, monitor: Monitor) -> Image:
         min(image.height, round((top + geometry.height) * scale)),
     )
     if box[2] - box[0] < 8 or box[3] - box[1] < 8:
-        return image
-    return image.crop(box)
+        return None
+    return box
 
 
 def keep_freed_memory() -> None:

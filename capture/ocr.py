@@ -46,7 +46,8 @@ import os
 import re
 import shutil
 import subprocess
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 from base.errors import CaptureError
 
@@ -77,6 +78,52 @@ UPSCALE = 2
 INK_LEVEL = 128
 
 
+Box = tuple[int, int, int, int]
+"""A rectangle of an image's pixels: left, top, right, bottom (right and bottom excluded)."""
+
+
+class Word(NamedTuple):
+    """A word OCR read: where it is in the text read and where it is drawn in the image read
+    (its pixels, right and bottom excluded). The camera paints a secret's words black."""
+
+    start: int
+    end: int
+    left: int
+    top: int
+    right: int
+    bottom: int
+
+
+class Reading(NamedTuple):
+    """What OCR read in an image: its text, and each word's place in the text and the image,
+    from the same pass."""
+
+    text: str
+    words: tuple[Word, ...] = ()
+
+
+def joined(lines: Iterable[Sequence[tuple[str, Box]]]) -> Reading:
+    """Lines of words, each with its box, as one ``Reading``: a line of text per line, its
+    words split by one space (as Tesseract gives a line's text), lines without words left out."""
+    parts: list[str] = []
+    words: list[Word] = []
+    at = 0
+    for line in lines:
+        if not line:
+            continue
+        if parts:
+            parts.append("\n")
+            at += 1
+        for n, (text, box) in enumerate(line):
+            if n:
+                parts.append(" ")
+                at += 1
+            parts.append(text)
+            words.append(Word(at, at + len(text), *box))
+            at += len(text)
+    return Reading("".join(parts), tuple(words))
+
+
 def check_ocr() -> None:
     """Raise ``CaptureError`` saying what to install when OCR cannot run."""
     try:
@@ -103,14 +150,26 @@ def check_ocr() -> None:
 
 def ocr_text(image: Image, *, timeout: float = TIMEOUT_S) -> str:
     """The text Tesseract reads in ``image`` ("" when it times out)."""
+    return ocr_read(image, timeout=timeout).text
+
+
+def ocr_read(image: Image, *, timeout: float = TIMEOUT_S) -> Reading:
+    """The text and words Tesseract reads in ``image`` (nothing when it times out), each
+    word's box in ``image``'s pixels."""
     import pytesseract
 
     # pytesseract starts tesseract with os.environ and takes no env argument; the variable
     # only matters to OpenMP programs, and a value the user set is kept.
     os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+    gray = dark_on_light(image)
+    scale = UPSCALE if is_small(text_height(gray)) else 1
     try:
-        text = pytesseract.image_to_string(
-            prepare(image), lang=LANGUAGE, config=CONFIG, timeout=timeout
+        data = pytesseract.image_to_data(
+            upscale(gray) if scale > 1 else gray,
+            lang=LANGUAGE,
+            config=CONFIG,
+            timeout=timeout,
+            output_type=pytesseract.Output.DICT,
         )
     except pytesseract.TesseractNotFoundError:
         raise CaptureError(f"the tesseract program is not on PATH; {INSTALL}") from None
@@ -121,8 +180,21 @@ def ocr_text(image: Image, *, timeout: float = TIMEOUT_S) -> str:
         if "timeout" not in str(exc).lower():
             raise
         log.warning("OCR gave up after %.0f s", timeout)
-        return ""
-    return tidy(text)
+        return Reading("")
+    lines: dict[tuple[int, int, int], list[tuple[str, Box]]] = {}
+    for n, text in enumerate(data["text"]):
+        if not text.strip():
+            continue
+        left, top = data["left"][n], data["top"][n]
+        box = (
+            left // scale,
+            top // scale,
+            -(-(left + data["width"][n]) // scale),
+            -(-(top + data["height"][n]) // scale),
+        )
+        line = (data["block_num"][n], data["par_num"][n], data["line_num"][n])
+        lines.setdefault(line, []).append((text.strip(), box))
+    return joined(lines.values())
 
 
 def prepare(image: Image) -> Image:
@@ -158,6 +230,11 @@ def panels(image: Image) -> list[Image]:
     each alone on its own background (what surrounds it painted over): OCR turns each
     dark-on-light by itself. Read whole, a light window on a dark desktop was inverted with
     the desktop and read as noise (on GNOME, where no window has a known rectangle)."""
+    return [panel for _corner, panel in placed_panels(image)]
+
+
+def placed_panels(image: Image) -> list[tuple[tuple[int, int], Image]]:
+    """``panels``, each with its top-left corner in ``image``."""
     from PIL import Image as PILImage
 
     gray = image.convert("L")
@@ -190,7 +267,8 @@ def panels(image: Image) -> list[Image]:
         values = sorted(means[cell] for cell in members)
         background = PILImage.new("L", mask.size, values[len(values) // 2])
         found.append((box[1], box[0], PILImage.composite(gray.crop(box), background, mask)))
-    return [panel for _top, _left, panel in sorted(found, key=lambda f: (f[0], f[1]))]
+    found.sort(key=lambda f: (f[0], f[1]))
+    return [((left, top), panel) for top, left, panel in found]
 
 
 def _regions(light: list[bool], width: int, height: int) -> list[list[int]]:

@@ -31,7 +31,8 @@ daemon holds.
 The pipes carry a request as (width, height) in ``REQUEST`` and the gray pixels, a reply
 as (status, length) in ``REPLY`` and that many bytes of UTF-8: status ``R`` ready (the
 model's folder), ``N`` tesserocr cannot be imported (why), ``E`` an error (one line),
-``T`` the text read.
+``T`` the reading (``capture.ocr.Reading``: the text and each word's place in it and in
+the image) as JSON.
 
 Where tesserocr cannot be imported (no wheel for the platform, an old glibc), the engine
 falls back to ``capture.ocr.ocr_text`` (pytesseract and the tesseract program) and says so
@@ -56,6 +57,8 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
+
+import msgspec
 
 from base.errors import CaptureError
 from capture import ocr
@@ -146,6 +149,10 @@ class WorkerOcr:
                 self._start()
 
     def text(self, image: Image) -> str:
+        """The text alone of ``read``."""
+        return self.read(image).text
+
+    def read(self, image: Image) -> ocr.Reading:
         with self._lock:
             if self._process is not None and self._process.poll() is not None:
                 # It ended between two frames (killed, out of memory): no frame is lost.
@@ -160,7 +167,7 @@ class WorkerOcr:
             if not self._fallback and self._process is None:
                 self._start()
             if self._fallback:
-                return ocr.ocr_text(image)
+                return ocr.ocr_read(image)
             try:
                 return self._read(image)
             finally:
@@ -227,7 +234,7 @@ class WorkerOcr:
             return
         raise CaptureError(detail)
 
-    def _read(self, image: Image) -> str:
+    def _read(self, image: Image) -> ocr.Reading:
         assert self._process is not None and self._process.stdin is not None
         gray = image.convert("L")
         deadline = time.monotonic() + TIMEOUT_S
@@ -245,7 +252,7 @@ class WorkerOcr:
             return self._lost("it ended")
         if status != b"T":
             raise CaptureError(f"tesseract failed: {detail}")
-        return detail
+        return msgspec.json.decode(detail, type=ocr.Reading)
 
     def _answer(self, deadline: float) -> tuple[bytes, str] | None:
         """The worker's next reply: ``ENDED`` when its output closed, None when it was not
@@ -261,7 +268,7 @@ class WorkerOcr:
             return None if payload is None else (ENDED, "")
         return status, payload.decode()
 
-    def _lost(self, why: str, *, hung: bool = False) -> str:
+    def _lost(self, why: str, *, hung: bool = False) -> ocr.Reading:
         process = self._process
         code = None
         if process is not None:
@@ -274,7 +281,7 @@ class WorkerOcr:
         self._stop()
         how = why if code is None or hung else f"exit code {code}"
         log.warning("the OCR worker was lost (%s); this frame has no OCR text", how)
-        return ""
+        return ocr.Reading("")
 
     def _stop(self) -> None:
         process, self._process = self._process, None
@@ -363,15 +370,19 @@ def serve() -> None:
             if pixels is None:
                 return
             try:
-                text = reader.read(Image.frombytes("L", size, pixels))
+                reading = reader.read(Image.frombytes("L", size, pixels))
             except Exception as exc:  # one image's failure is that frame's, not the worker's
                 reply(b"E", f"{type(exc).__name__}: {exc}")
             else:
-                reply(b"T", text)
+                reply(b"T", msgspec.json.encode(reading).decode())
+
+
+Line = tuple[tuple[str, ocr.Box], ...]
+"""A text line's words, each with its box; the rows counted from the top of its ink run."""
 
 
 class Reader:
-    """Reads regions with tesserocr, keeping the text of the text lines it has read.
+    """Reads regions with tesserocr, keeping the words of the text lines it has read.
 
     A line is a run of rows holding ink (``capture.ocr.ink_runs``), known by a hash of its
     pixels: a terminal that scrolled, an editor where one line was typed, a window seen
@@ -379,13 +390,17 @@ class Reader:
     than half its lines new is read whole (the same words as a read without this), and
     Tesseract's lines are given to the runs they overlap; otherwise each new line is read
     alone, with ``LINE_PAD`` rows around it.
+
+    Each word keeps its box from the read that found it (its rows counted from its run's
+    top, so a line scrolled up is still known), and a reading gives every word's box in the
+    region: the camera paints a secret's words black from them, with no second read.
     """
 
     def __init__(self, api: Any) -> None:
         self.api = api
-        self.known: OrderedDict[bytes, str] = OrderedDict()
+        self.known: OrderedDict[bytes, tuple[Line, ...]] = OrderedDict()
 
-    def read(self, image: Image) -> str:
+    def read(self, image: Image) -> ocr.Reading:
         gray = ocr.dark_on_light(image)
         runs = ocr.ink_runs(gray)
         scale = ocr.UPSCALE if ocr.is_small(ocr.text_height(gray)) else 1
@@ -396,14 +411,15 @@ class Reader:
         else:
             fresh = {keys[n]: self._read_line(gray, runs[n], scale) for n in new}
             self.known.update(fresh)
-        texts = []
-        for key in keys:
+        lines: list[Line] = []
+        for key, (top, _bottom) in zip(keys, runs, strict=True):
             if key in self.known:
                 self.known.move_to_end(key)
-            texts.append(fresh[key] if key in fresh else self.known[key])
+            for line in fresh[key] if key in fresh else self.known[key]:
+                lines.append(tuple((word, _moved(box, 0, top)) for word, box in line))
         while len(self.known) > KNOWN_LINES:
             self.known.popitem(last=False)
-        return ocr.tidy("\n".join(text for text in texts if text))
+        return ocr.joined(lines)
 
     @staticmethod
     def _key(gray: Image, run: tuple[int, int], scale: int) -> bytes:
@@ -413,59 +429,84 @@ class Reader:
 
     def _read_whole(
         self, gray: Image, runs: list[tuple[int, int]], keys: list[bytes], scale: int
-    ) -> dict[bytes, str]:
-        """Each run's text (by key) of one read of the whole region; remembered only for
+    ) -> dict[bytes, tuple[Line, ...]]:
+        """Each run's lines (by key) of one read of the whole region; remembered only for
         runs that Tesseract read as a line of their own. A line it joined to the next run
         (a text line and the cursor below it) is given to one of them for this frame, but
         neither run's pixels alone hold what the other got: remembered, a cursor alone in a
         new, empty terminal read as the line it was once joined to, and that line, scrolled
         up, read as nothing."""
-        from tesserocr import RIL, iterate_level
-
         self.api.SetImage(ocr.upscale(gray) if scale > 1 else gray)
-        self.api.Recognize()
-        found: list[list[str]] = [[] for _ in runs]
+        found: list[list[Line]] = [[] for _ in runs]
         joined: set[int] = set()
-        iterator = self.api.GetIterator()
-        for line in iterate_level(iterator, RIL.TEXTLINE):
-            box = line.BoundingBox(RIL.TEXTLINE)
-            try:
-                text = line.GetUTF8Text(RIL.TEXTLINE)
-            except RuntimeError:  # tesserocr's "No text returned": a line of no text
-                continue
-            if box is None or not text.strip():
-                continue
-            top, bottom = box[1] / scale, box[3] / scale
+        for (_left, top, _right, bottom), words in self._lines(scale):
             overlaps = [min(bottom, b) - max(top, t) for t, b in runs]
             best = max(range(len(runs)), key=overlaps.__getitem__)
-            found[best].append(text.strip())
+            found[best].append(tuple((w, _moved(box, 0, -runs[best][0])) for w, box in words))
             # The runs it covers half of: a box merely touching the next line, as the tall
             # glyphs of a bitmap font make it, is still a line of its own.
             covered = {n for n, (t, b) in enumerate(runs) if 2 * overlaps[n] >= b - t}
             if covered - {best}:
                 joined |= covered | {best}
-        fresh: dict[bytes, str] = {}
-        for n, (key, texts) in enumerate(zip(keys, found, strict=True)):
+        fresh: dict[bytes, tuple[Line, ...]] = {}
+        for n, (key, lines) in enumerate(zip(keys, found, strict=True)):
             # Lines alike share one key: when Tesseract joins the last of them to a cursor
             # below it and gives the text to the cursor's run, the others keep theirs.
-            if texts or (key not in fresh and key not in self.known):
-                fresh[key] = "\n".join(texts)
-            if n not in joined and (texts or key not in self.known):
-                self.known[key] = "\n".join(texts)
+            if lines or (key not in fresh and key not in self.known):
+                fresh[key] = tuple(lines)
+            if n not in joined and (lines or key not in self.known):
+                self.known[key] = tuple(lines)
         return fresh
 
-    def _read_line(self, gray: Image, run: tuple[int, int], scale: int) -> str:
+    def _read_line(self, gray: Image, run: tuple[int, int], scale: int) -> tuple[Line, ...]:
         from PIL import ImageOps
 
         top, bottom = max(0, run[0] - LINE_PAD), min(gray.height, run[1] + LINE_PAD)
         band = gray.crop((0, top, gray.width, bottom))
         band = ocr.upscale(band) if scale > 1 else band
         self.api.SetImage(ImageOps.expand(band, border=LINE_BORDER, fill=255))
-        try:
-            text: str = self.api.GetUTF8Text()
-        except RuntimeError:  # tesserocr's "No text returned": a band of no text (a cursor)
-            return ""
-        return "\n".join(line.strip() for line in text.splitlines() if line.strip())
+        return tuple(
+            tuple((word, _moved(box, 0, top - run[0])) for word, box in words)
+            for _box, words in self._lines(scale, border=LINE_BORDER)
+        )
+
+    def _lines(
+        self, scale: int, border: int = 0
+    ) -> list[tuple[ocr.Box, list[tuple[str, ocr.Box]]]]:
+        """The lines of the image set, each with its box and its words with theirs, in the
+        image's pixels before it was upscaled by ``scale`` and given ``border``. Reading
+        the words one by one with their boxes costs about 0.05 ms a word (21-24 ms for a
+        page of 400, whose recognition took 3.3 s on the loaded test machine: under 1%)."""
+        from tesserocr import RIL, iterate_level
+
+        def unscaled(box: ocr.Box) -> ocr.Box:
+            left, top, right, bottom = (value - border for value in box)
+            return left // scale, top // scale, -(-right // scale), -(-bottom // scale)
+
+        self.api.Recognize()
+        lines: list[tuple[ocr.Box, list[tuple[str, ocr.Box]]]] = []
+        iterator = self.api.GetIterator()
+        if iterator is None:  # nothing found at all
+            return lines
+        for word in iterate_level(iterator, RIL.WORD):
+            if word.IsAtBeginningOf(RIL.TEXTLINE) or not lines:
+                line = word.BoundingBox(RIL.TEXTLINE)
+                if line is None:
+                    continue
+                lines.append((unscaled(line), []))
+            try:
+                text = word.GetUTF8Text(RIL.WORD)
+            except RuntimeError:  # tesserocr's "No text returned": a word of no text
+                continue
+            box = word.BoundingBox(RIL.WORD)
+            if box is not None and text.strip():
+                lines[-1][1].append((text.strip(), unscaled(box)))
+        return [line for line in lines if line[1]]
+
+
+def _moved(box: ocr.Box, dx: int, dy: int) -> ocr.Box:
+    left, top, right, bottom = box
+    return left + dx, top + dy, right + dx, bottom + dy
 
 
 def _api(reply: Any) -> Any:

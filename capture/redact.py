@@ -47,7 +47,7 @@ import msgspec
 from capture._labels import labelled_values
 from capture._shapes import MARK, Span, cards, prefixed_tokens, private_keys
 
-__all__ = ["KINDS", "Redaction", "redact", "redact_url"]
+__all__ = ["KINDS", "Redaction", "redact", "redact_url", "secret_spans"]
 
 KINDS = (
     "card",
@@ -70,12 +70,48 @@ class Redaction(msgspec.Struct, frozen=True):
     counts: dict[str, int]
 
 
+SCANS = (private_keys, prefixed_tokens, cards, labelled_values)
+
+
 def redact(text: str) -> Redaction:
     """Replace every secret in ``text`` with ``[REDACTED:<kind>]``."""
     counts: dict[str, int] = {}
-    for scan in (private_keys, prefixed_tokens, cards, labelled_values):
+    for scan in SCANS:
         text = _apply(text, scan(text), counts)
     return Redaction(text, counts)
+
+
+def secret_spans(text: str) -> list[Span]:
+    """Where ``redact(text)`` replaces something, as ``(start, end, kind)`` in ``text`` itself
+    (what the camera paints black in the pixels), in order of start.
+
+    Each scan reads the text the scans before it left, markers and all; so every character of
+    that text carries the range of ``text`` it stands for (a marker's characters, the whole
+    secret it replaced), and a later scan's span is mapped back through them. Only a text
+    with a secret pays for that.
+    """
+    found: list[Span] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    for scan in SCANS:
+        spans = [span for span in scan(text) if span[1] > span[0]]
+        if not spans:
+            continue
+        if not found:
+            starts, ends = list(range(len(text))), list(range(1, len(text) + 1))
+        new_starts: list[int] = []
+        new_ends: list[int] = []
+        last = 0
+        for start, end, kind in spans:
+            first, after = starts[start], ends[end - 1]
+            found.append((first, after, kind))
+            marker = len(MARK) + len(kind) + 1
+            new_starts += starts[last:start] + [first] * marker
+            new_ends += ends[last:start] + [after] * marker
+            last = end
+        starts, ends = new_starts + starts[last:], new_ends + ends[last:]
+        text = _apply(text, spans, {})
+    return sorted(found)
 
 
 def _apply(text: str, spans: list[Span], counts: dict[str, int]) -> str:

@@ -35,5 +35,6 @@ class Seen(NamedTuple):
     monitor: tuple[int, int, int, int, int] | None = None
     url: str = ""
     image: Image | None = None
-    """The pixels, denied windows beside the active one blacked out."""
+    """The pixels, denied windows beside the active one blacked out and, with redaction on,
+    the secrets found in the text painted over (``capture.blackout``)."""
     likeness: Likeness | None = None

@@ -37,6 +37,29 @@ CaptureReason = Literal["start", "app_change", "title_change", "interval", "impo
 Origin = Literal["cli", "tool", "file", "daemon", "api"]
 DeleteReason = Literal["user", "retention", "storage_cap"]
 
+# -- kept memories (what a person or an agent decides to keep) --------------------------------
+
+MAX_MEMORY_TEXT = 4_000
+"""One or a few sentences: 4,000 characters is a long paragraph, and a memory longer than that
+is a document, which belongs in a file the memory cites as its source."""
+MAX_CLAIM = 200
+MAX_SOURCE = 4_096
+MAX_SPACES = 20
+"""The most spaces one read's precedence list may name."""
+MemoryKind = Literal["preference", "fact", "decision", "episode", "intention"]
+MemoryId = Annotated[str, msgspec.Meta(pattern=r"^m_[0-9a-f]{16}$")]
+"""``m_`` and 16 random hex digits: not the event's offset, which an archive moved to another
+store would change."""
+SpaceName = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")]
+"""Lowercase, like a repository's folder name: one per project, ``default`` unless named."""
+MemoryText = Annotated[str, msgspec.Meta(max_length=MAX_MEMORY_TEXT)]
+ClaimPart = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CLAIM)]
+Predicate = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
+"""snake_case, as 003 writes them (``preferred_language``)."""
+RequestKey = Annotated[str, msgspec.Meta(pattern=r"^[\x21-\x7e]{1,128}$")]
+"""Printable ASCII without spaces: what a caller generates (a UUID, a hash)."""
+Version = Annotated[int, msgspec.Meta(ge=1, le=MAX_OFFSET)]
+
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="k", gc=False):
     """Base of every event: ``ts_us`` is when the event was recorded. Events are immutable
@@ -182,6 +205,90 @@ class DamageDiscarded(Event, frozen=True, tag="discard"):
     origin: Origin = "cli"
 
 
+class MemoryKept(Event, frozen=True, tag="kept"):
+    """A memory kept: its first version. ``text`` is empty when ``encrypted``: then
+    ``ciphertext`` seals the text and the claim's value together (``backscroll.keep``)."""
+
+    memory_id: MemoryId
+    space: SpaceName = "default"
+    kind: MemoryKind = "fact"
+    text: MemoryText = ""
+    value: Annotated[str, msgspec.Meta(max_length=MAX_CLAIM)] = ""
+    ciphertext: bytes = b""
+    encrypted: bool = False
+    blind_tokens: tuple[bytes, ...] = ()
+    """The blind tokens of the text's words (encrypted text only), as frames have."""
+    subject: ClaimPart | None = None
+    predicate: Predicate | None = None
+    context: Annotated[str, msgspec.Meta(max_length=MAX_CLAIM)] = ""
+    source: Annotated[str, msgspec.Meta(max_length=MAX_SOURCE)] = ""
+    valid_from_us: Micros | None = None
+    valid_until_us: Micros | None = None
+    due_us: Micros | None = None
+    proposed: bool = False
+    """Written into a space that requires review: served by no read until approved."""
+    request_key: RequestKey | None = None
+    request_hash: bytes = b""
+    """A keyed digest of the write, so a retry with its key is told from another write."""
+    origin: Origin = "cli"
+
+
+class MemoryRevised(Event, frozen=True, tag="revised"):
+    """A new version of a memory: its whole content as it now stands (a restore too)."""
+
+    memory_id: MemoryId
+    version: Version
+    text: MemoryText = ""
+    value: Annotated[str, msgspec.Meta(max_length=MAX_CLAIM)] = ""
+    ciphertext: bytes = b""
+    encrypted: bool = False
+    blind_tokens: tuple[bytes, ...] = ()
+    source: Annotated[str, msgspec.Meta(max_length=MAX_SOURCE)] = ""
+    valid_from_us: Micros | None = None
+    valid_until_us: Micros | None = None
+    due_us: Micros | None = None
+    restored_from: Version | None = None
+    request_key: RequestKey | None = None
+    request_hash: bytes = b""
+    origin: Origin = "cli"
+
+
+class MemoryForgotten(Event, frozen=True, tag="forgotten"):
+    """A tombstone: the memory's text is compacted out of the log, and it is never served
+    or brought back (by a retry of its keys, or an import of its kept event)."""
+
+    memory_id: MemoryId
+    version: Version
+    space: SpaceName = "default"
+    request_keys: tuple[RequestKey, ...] = ()
+    """The keys of its writes, retired: a retry with one is refused, never written again."""
+    do_not_keep: bool = False
+    """Its claim may not be kept again in its space."""
+    subject: ClaimPart | None = None
+    predicate: Predicate | None = None
+    context: Annotated[str, msgspec.Meta(max_length=MAX_CLAIM)] = ""
+    reason: Literal["user", "idle", "source_deleted"] = "user"
+    origin: Origin = "cli"
+
+
+class MemoryReviewed(Event, frozen=True, tag="reviewed"):
+    """The person approved a proposed memory: from now on it is served."""
+
+    memory_id: MemoryId
+    version: Version
+    origin: Origin = "cli"
+
+
+class SpaceConfigured(Event, frozen=True, tag="space"):
+    """A space's rules: whether writes there wait for review, and idle expiry."""
+
+    space: SpaceName
+    require_review: bool = False
+    idle_days: Annotated[int, msgspec.Meta(ge=1, le=36_500)] | None = None
+    """Forgotten after this many days without a write; None keeps until forgotten."""
+    origin: Origin = "cli"
+
+
 AnyEvent = (
     FrameCaptured
     | ConfigChanged
@@ -196,6 +303,11 @@ AnyEvent = (
     | KeyCreated
     | DamageFound
     | DamageDiscarded
+    | MemoryKept
+    | MemoryRevised
+    | MemoryForgotten
+    | MemoryReviewed
+    | SpaceConfigured
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = (
@@ -212,6 +324,11 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     KeyCreated,
     DamageFound,
     DamageDiscarded,
+    MemoryKept,
+    MemoryRevised,
+    MemoryForgotten,
+    MemoryReviewed,
+    SpaceConfigured,
 )
 
 TYPE_CODES: dict[type[Event], int] = {
@@ -228,8 +345,17 @@ TYPE_CODES: dict[type[Event], int] = {
     KeyCreated: 11,
     DamageFound: 12,
     DamageDiscarded: 13,
+    MemoryKept: 14,
+    MemoryRevised: 15,
+    MemoryForgotten: 16,
+    MemoryReviewed: 17,
+    SpaceConfigured: 18,
 }
 FRAME_TYPE = TYPE_CODES[FrameCaptured]
+MEMORY_TYPES = frozenset(
+    TYPE_CODES[cls]
+    for cls in (MemoryKept, MemoryRevised, MemoryForgotten, MemoryReviewed, SpaceConfigured)
+)
 
 
 def is_control(event: Event) -> bool:

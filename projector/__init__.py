@@ -3,6 +3,7 @@
     projector.runner, projector.indexer   the writer (only the holder of the views lock)
     projector.index, projector.schema,    the views' read side: the manifest, how a partition
     projector.state                       opens, the documents' fields, the small state views
+    projector.kept                        the kept memories' view (written with the state)
 
 Public API (imported lazily, so ``query`` can take the read side without the writer)::
 

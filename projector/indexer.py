@@ -81,6 +81,11 @@ class SearchWriter:
 
     def _close_writer(self, partition: str) -> None:
         writer = self._writers.pop(partition)
+        # Its commit makes frames past ``position`` durable, as ``commit`` does: record them
+        # first, or a replay after a crash would add them a second time.
+        if self._dirty_upto > self.manifest.applying_upto:
+            self.manifest.applying_upto = self._dirty_upto
+            self.manifest.save(self.root)
         writer.commit()
         writer.wait_merging_threads()
 

@@ -22,10 +22,11 @@ from base.clock import now_us
 from base.errors import BackscrollError, DiskFullError, LockedError, is_disk_full
 from base.fs import current, ensure_dir, names, write_atomic
 from base.home import Layout
-from eventlog.codec import decode_or_report
+from eventlog.codec import decode_or_report, type_code
 from eventlog.contract import EventLog
 from eventlog.events import (
     FRAME_TYPE,
+    MEMORY_TYPES,
     DamageFound,
     Event,
     FrameCaptured,
@@ -34,13 +35,19 @@ from eventlog.events import (
 from eventlog.log import Log
 from eventlog.segment import Problem, Record
 from projector.indexer import SearchWriter
+from projector.kept import KeptView
 from projector.schema import partition_of
 from projector.state import Deletion, FrameStats, State, matches
 
 log = logging.getLogger(__name__)
 
 BATCH_EVENTS = 1000
+"""Progress is reported every so many events."""
 BATCH_SECONDS = 1.5
+"""A long catch-up commits this often, so readers see it advance. Not every ``BATCH_EVENTS``
+too: each commit waits for Tantivy's threads to index all they were given, and writes and
+syncs a small segment that must later be merged; committing every 1,000 frames cost an import
+of 20,000 frames of real text 65 µs a frame of its ~250."""
 IDLE_SECONDS = 5.0
 PURGE_PLAN = "purge.json"
 
@@ -75,11 +82,30 @@ class Projector:
         if state is None or self.search.position < 0 <= state.position:
             state = State()
         self.state = state
+        self.kept = self._kept_view()
+        self._kept_changed = False
+        self._applied = -1
+        """The last offset applied, committed or not."""
+        self._last_commit = time.monotonic()
         self._rebuild = False
         self._retry = False
         """A control event was applied (a person's command ran): what stopped a purge may be
         fixed, so a deletion whose purge failed is tried again. Not at every catch-up: the
         daemon's would read the whole log for the purge's plan every few seconds."""
+
+    def _kept_view(self) -> KeptView:
+        """The kept memories' view as saved, or built from the log's memory events up to the
+        state's position where it is missing or damaged (a store older than kept memories)."""
+        kept = KeptView.load(self.layout.views)
+        if kept is None:
+            kept = KeptView()
+            for offset, event in self.log.read(types=MEMORY_TYPES):
+                if offset > self.state.position:
+                    break
+                kept.apply(offset, event)
+            kept.position = self.state.position
+            kept.save(self.layout.views)
+        return kept
 
     def close(self) -> None:
         try:
@@ -103,40 +129,21 @@ class Projector:
     # -- catching up -----------------------------------------------------------------------
 
     def catch_up(self, progress: Progress | None = None) -> int:
-        """Apply every new event, committing every ~1,000 events or 1.5 s; then purge.
+        """Apply every new event, committing every ``BATCH_SECONDS`` and at the end; then
+        purge.
 
         When the log's last segment has not changed since the last catch-up began, nothing
         was appended: return at once, without reading (a command's start-up would otherwise
         re-scan up to 64 MB of active segment to learn that).
         """
-        if self.search.damaged:
-            for month, why in sorted(self.search.damaged.items()):
-                log.warning(
-                    "the search view of %s is damaged (%s): rebuilt from the log", month, why
-                )
-            self.rebuild_months(set(self.search.damaged))
-            self.search.damaged = {}
+        self._repair()
         mark = self.log.mark()
         if mark == self.state.log_mark and not self._to_purge():
             return 0
-        start = self.position + 1
-        total = max(0, self.log.next_offset() - start) if progress else 0
-        done = 0
-        pending = 0
-        last_commit = time.monotonic()
-        last_offset = start - 1
-        for record in self.log.records(start):
-            self._apply_record(record)
-            last_offset = record.offset
-            done += 1
-            pending += 1
-            if pending >= BATCH_EVENTS or time.monotonic() - last_commit > BATCH_SECONDS:
-                self._commit(last_offset)
-                pending, last_commit = 0, time.monotonic()
-                if progress:
-                    progress(done, total)
-        if pending or last_offset > self.position:
-            self._commit(last_offset)
+        total = max(0, self.log.next_offset() - self._next()) if progress else 0
+        done = self._apply_new(progress, total)
+        if self._applied > self.position:
+            self._commit(self._applied)
         if progress:
             progress(done, max(total, done))
         if self._rebuild:
@@ -145,6 +152,42 @@ class Projector:
         self.purge_pending()
         self.state.log_mark = self.log.mark() if self._to_purge() else mark
         self.state.save(self.layout.views)
+        return done
+
+    def apply_new(self) -> None:
+        """Apply the events appended since the last call, committing only every
+        ``BATCH_SECONDS``: a writer of many batches (``import``) calls it after each, so
+        Tantivy's threads index one batch while the next is read and appended on the other
+        core; its last ``catch_up`` commits the rest. A deletion among the events is carried
+        out at once, as ``catch_up`` does: a ``clear`` run meanwhile waits on this writer."""
+        self._repair()
+        self._apply_new()
+        if self._to_purge():
+            self.catch_up()
+
+    def _repair(self) -> None:
+        """Rebuild the damaged months from the log before anything is added to them."""
+        if self.search.damaged:
+            for month, why in sorted(self.search.damaged.items()):
+                log.warning(
+                    "the search view of %s is damaged (%s): rebuilt from the log", month, why
+                )
+            self.rebuild_months(set(self.search.damaged))
+            self.search.damaged = {}
+
+    def _next(self) -> int:
+        return max(self.position, self._applied) + 1
+
+    def _apply_new(self, progress: Progress | None = None, total: int = 0) -> int:
+        done = 0
+        for record in self.log.records(self._next()):
+            self._apply_record(record)
+            self._applied = record.offset
+            done += 1
+            if time.monotonic() - self._last_commit > BATCH_SECONDS:
+                self._commit(record.offset)
+            if progress and not done % BATCH_EVENTS:
+                progress(done, total)
         return done
 
     def follow(
@@ -203,13 +246,23 @@ class Projector:
             self.search.add(event)
         if offset > self.state.position:
             self.state.apply(offset, event)
+        if offset > self.kept.position and type_code(event) in MEMORY_TYPES:
+            self.kept.apply(offset, event)
+            self._kept_changed = True
 
     def _commit(self, position: int) -> None:
         # The state first: a reader never finds a frame whose app the state does not list
         # yet (an app filter without words takes its app names from the state).
         self.state.position = max(position, self.state.position)
+        if self._kept_changed:
+            # Before the state: a reader applies the memory events past the later of the
+            # two positions, so none at or below the state's may be missing here.
+            self.kept.position = max(position, self.kept.position)
+            self.kept.save(self.layout.views)
+            self._kept_changed = False
         self.state.save(self.layout.views)
         self.search.commit(max(position, self.search.position))
+        self._last_commit = time.monotonic()
 
     # -- deletion --------------------------------------------------------------------------
 
@@ -290,7 +343,7 @@ class Projector:
     def rebuild_months(self, months: set[str]) -> None:
         if not months:
             return
-        self._commit(self.position)
+        self._commit(max(self.position, self._applied))
         stats = {m: FrameStats() for m in months}
 
         def frames() -> Iterator[FrameCaptured]:
@@ -335,6 +388,7 @@ class Projector:
         """Replay the whole log into new generations of every view, then switch. Streamed:
         Tantivy indexes while the log is still being read, and no frame is held longer."""
         state = State()
+        kept = KeptView()
         total = self.log.next_offset() if progress else 0
         done = 0
 
@@ -344,6 +398,7 @@ class Projector:
             nonlocal done
             for offset, event in self.log.read(problems=problems):
                 state.apply(offset, event)
+                kept.apply(offset, event)
                 done += 1
                 if progress and done % BATCH_EVENTS == 0:
                     progress(done, total)
@@ -356,6 +411,9 @@ class Projector:
                 state.skip(problem.offset, problem.message)
         self.search.manifest.position = self.search.manifest.applying_upto = state.position
         self.search.manifest.save(self.layout.search)
+        kept.position = state.position
+        kept.save(self.layout.views)
+        self.kept = kept
         self.state = state
         self.state.save(self.layout.views)
         if progress:

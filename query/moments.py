@@ -189,21 +189,29 @@ class _Log:
         """Where the frames from each pair's first hit to its second are, in log order.
         They are looked for in the months from the first hit's to the second's: capture
         appends frames in time order (an import of frames out of time order could put one
-        between them in the log and in another month, and it would not be seen)."""
+        between them in the log and in another month, and it would not be seen). Each month
+        is asked for the pairs that reach it alone: asking every month in the hits' span for
+        every pair (45 hits over 18 months at 130,000 frames) was 0.5x Python's own start."""
         import tantivy
 
-        lo = partition_of(min(utc_us(a.when) for a, _ in pairs))
-        hi = partition_of(max(utc_us(b.when) for _, b in pairs))
-        most = sum(b.id - a.id + 1 for a, b in pairs)  # at least all of them
+        spans: dict[tuple[str, str], list[tuple[Hit, Hit]]] = {}
+        for a, b in pairs:
+            span = (partition_of(utc_us(a.when)), partition_of(utc_us(b.when)))
+            spans.setdefault(span, []).append((a, b))
+        months: dict[int, tuple[tantivy.Index, list[tuple[Hit, Hit]]]] = {}
+        for (lo, hi), spanning in spans.items():
+            for index in self.searcher.views.partitions(lo, hi):
+                months.setdefault(id(index), (index, []))[1].extend(spanning)
         found: list[tuple[int, tantivy.Index, tantivy.Searcher, tantivy.DocAddress]] = []
-        for index in self.searcher.views.partitions(lo, hi):
+        for index, reaching in months.values():
             searcher = index.searcher()
             unsigned, should = tantivy.FieldType.Unsigned, tantivy.Occur.Should
             ranges = [
                 (should, tantivy.Query.range_query(index.schema, "id", unsigned, a.id, b.id))
-                for a, b in pairs
+                for a, b in reaching
             ]
             within = tantivy.Query.boolean_query(ranges)
+            most = sum(b.id - a.id + 1 for a, b in reaching)  # at least all of them
             order = tantivy.Order.Asc
             try:
                 result = searcher.search(

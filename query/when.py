@@ -4,18 +4,20 @@ Every span is ``[start, end)``, timezone-aware, in the zone of ``now``:
 
     2h, 45 min, 3d, 1 week        the last N units, ending now
     today, yesterday              that whole local day
-    last night                    yesterday 20:00 → 24:00
+    last night, tonight           yesterday's, today's 20:00 → 24:00
     tuesday, last tuesday         the most recent Tuesday strictly before today (a week ago
                                   when today is Tuesday); ``past tuesday`` is the same
-    <day> morning|afternoon|...   morning 05–12, afternoon 12–17, evening 17–22, night 20–24;
-                                  <day> is today, yesterday, this, a weekday or last <weekday>
+    <day> morning|afternoon|...   morning 05–12, afternoon 12–17, evening 17–22, night 20–24
+                                  (the spec's hours), lunch or lunchtime 12–14; <day> is
+                                  today, yesterday, this, a weekday or last <weekday>
     this week, last week          Monday-start calendar weeks; ``this week`` runs to next
                                   Monday 00:00, so it includes the rest of the current week
     this month, last month        calendar months; ``this month`` runs to the 1st of next month
     3 days ago, an hour ago       a point: ``(t, t)``
     2026-09-01                    that whole day (``2026-9-1`` is accepted too)
-    2026-09-01 14:30              that minute, ``[14:30, 14:31)``; seconds are dropped, and an
-                                  explicit offset or ``Z`` is honoured and converted to now's zone
+    2026-09-01 14:30              that minute, ``[14:30, 14:31)``; with seconds
+    2026-09-01T14:30:05Z          (``14:30:05``) that second, fractions dropped; an explicit
+                                  offset or ``Z`` is honoured and converted to now's zone
 
 Clock arithmetic: minutes and hours are elapsed time (``2h`` is always 7,200 s), days and
 weeks are calendar steps (``3d`` starts at the same wall-clock time three days ago), and every
@@ -35,9 +37,9 @@ from base.errors import TimeExpressionError
 __all__ = ["ACCEPTED_FORMS", "parse_when", "resolve_span"]
 
 ACCEPTED_FORMS = (
-    "2h, 45m, 3d, 1w (or '2 hours'), today, yesterday, last night, tuesday, last tuesday, "
-    "tuesday afternoon (morning/afternoon/evening/night), this week, last week, this month, "
-    "last month, 3 days ago, an hour ago, 2026-09-01, 2026-09-01 14:30"
+    "2h, 45m, 3d, 1w (or '2 hours'), today, yesterday, last night, tonight, tuesday, "
+    "last tuesday, tuesday afternoon (morning/lunch/afternoon/evening/night), this week, "
+    "last week, this month, last month, 3 days ago, an hour ago, 2026-09-01, 2026-09-01 14:30"
 )
 
 _Kind = Literal["period", "duration", "point", "minute"]
@@ -66,8 +68,19 @@ _WEEKDAYS = {
     **dict.fromkeys(("saturday", "sat"), 5),
     **dict.fromkeys(("sunday", "sun"), 6),
 }
-# Hours of the day; night ends at 24, i.e. the next local midnight.
-_PARTS = {"morning": (5, 12), "afternoon": (12, 17), "evening": (17, 22), "night": (20, 24)}
+# Hours of the day; night ends at 24, i.e. the next local midnight. The spec's table fixes
+# the first four, and the spec wins where common usage differs: afternoon runs to about 18:00
+# in dictionaries (Oxford's learner's: "until about 6 p.m.") and 19:00 in Duckling, evening
+# and night start at 18:00 in Duckling, morning at 04:00 there and 06:00 in chrono. Lunch is
+# the spec's gap, filled as Duckling fills it (12:00-14:00).
+_PARTS = {
+    "morning": (5, 12),
+    "afternoon": (12, 17),
+    "evening": (17, 22),
+    "night": (20, 24),
+    "lunch": (12, 14),
+    "lunchtime": (12, 14),
+}
 
 _UNIT = "|".join(sorted(_UNITS, key=len, reverse=True))
 _WEEKDAY = "|".join(sorted(_WEEKDAYS, key=len, reverse=True))
@@ -77,7 +90,7 @@ _AGO = re.compile(rf"(?:about )?(\d+|an?|one) ?({_UNIT}) ago")
 _DAY = re.compile(rf"(today|yesterday|this|(?:(?:last|past) )?(?:{_WEEKDAY}))(?: ({_PART}))?")
 _DATE = r"(\d{4})-(\d{1,2})-(\d{1,2})"
 _ISO_DATE = re.compile(_DATE)
-_CLOCK = r"(\d{1,2}):(\d{2})(?::(\d{2})(?:[.,]\d+)?)?"  # seconds and fractions are dropped
+_CLOCK = r"(\d{1,2}):(\d{2})(?::(\d{2})(?:[.,]\d+)?)?"  # fractions of a second are dropped
 _ISO_MINUTE = re.compile(rf"{_DATE}[t ]{_CLOCK} ?(z|[+-]\d{{2}}:?\d{{2}})?")
 
 
@@ -163,6 +176,8 @@ def _match(words: str, now: datetime) -> _Span | None:
         return _Span(point, point, "point")
     if words == "last night":
         return _day_span(today - timedelta(days=1), "night", tz)
+    if words == "tonight":
+        return _day_span(today, "night", tz)
     if m := _DAY.fullmatch(words):
         day, part = m[1], m[2]
         if day == "this" and part is None:
@@ -203,10 +218,11 @@ def _day_span(day: date, part: str | None, tz: tzinfo) -> _Span:
 
 def _minute_window(m: re.Match[str], tz: tzinfo) -> _Span:
     year, month, day, hour, minute = (int(m[i]) for i in range(1, 6))
-    time(hour, minute, int(m[6] or 0))  # rejects 24:00, 14:75 and 14:30:61 (ValueError)
+    second = int(m[6] or 0)
+    time(hour, minute, second)  # rejects 24:00, 14:75 and 14:30:61 (ValueError)
     offset = m[7]
     if offset is None:
-        start = _wall(date(year, month, day), hour, minute, tz)
+        start = _wall(date(year, month, day), hour, minute, tz) + timedelta(seconds=second)
     else:
         sign = -1 if offset[0] == "-" else 1
         digits = offset[1:].replace(":", "")
@@ -215,8 +231,10 @@ def _minute_window(m: re.Match[str], tz: tzinfo) -> _Span:
             if offset == "z"
             else timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
         )
-        start = datetime(year, month, day, hour, minute, tzinfo=given).astimezone(tz)
-    end = (start.astimezone(UTC) + timedelta(minutes=1)).astimezone(tz)
+        start = datetime(year, month, day, hour, minute, second, tzinfo=given).astimezone(tz)
+    # Given to the second, it names that second (a due time, a frame's moment).
+    step = timedelta(seconds=1) if m[6] else timedelta(minutes=1)
+    end = (start.astimezone(UTC) + step).astimezone(tz)
     return _Span(start, end, "minute")
 
 

@@ -69,6 +69,8 @@ def strategy_for(tp: Any) -> st.SearchStrategy[Any]:
         if base is int:
             lo = -(2**63) if meta.ge is None else meta.ge
             return st.integers(lo, 2**63 - 1 if meta.le is None else meta.le)
+        if base is str and meta.pattern is not None:
+            return st.from_regex(meta.pattern, fullmatch=True)
         if base is str:
             return st.text(min_size=meta.min_length or 0, max_size=40)
     if origin is Literal:
@@ -202,6 +204,13 @@ def test_reading_a_file_in_chunks_finds_what_one_read_finds(
     assert [r for piece in pieces for r in piece.records] == whole.records
     assert [p for piece in pieces for p in piece.problems] == whole.problems
     assert (pieces[-1].end, pieces[-1].torn) == (whole.end, whole.torn)
+
+
+def test_each_event_types_current_version_is_its_field_v_default() -> None:
+    """Read from the Struct's own tuples, as ``msgspec.structs.fields`` gives it."""
+    for cls in EVENT_TYPES:
+        [v] = [f.default for f in msgspec.structs.fields(cls) if f.name == "v"]
+        assert codec.CURRENT_VERSION[cls] == v, cls
 
 
 # -- upcasting ---------------------------------------------------------------------------------

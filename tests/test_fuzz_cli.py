@@ -51,7 +51,8 @@ import typer.main
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from backscroll.cli import app, main
+from backscroll.cli import main
+from backscroll.cli.app import app
 from tests.conftest import REPO
 
 pytestmark = [

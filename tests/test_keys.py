@@ -352,6 +352,23 @@ def test_without_cryptography_encryption_is_reported_unavailable() -> None:
     assert result.stdout.startswith("False encryption needs the cryptography package")
 
 
+def test_status_reports_encryption_unavailable_without_cryptography(
+    backscroll_home: Path,
+) -> None:
+    """What status says is found without importing cryptography, and says the same."""
+    script = (
+        "import sys; sys.modules['cryptography'] = None\n"
+        "from backscroll.cli import main\n"
+        "sys.argv = ['backscroll', 'status', '--json']\n"
+        "main()\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert json.loads(result.stdout)["encryption_available"] is False
+    assert keys.encryption_installed() is True
+
+
 def test_importing_keys_does_not_import_cryptography_or_keyring() -> None:
     # `backscroll status` imports this module; both libraries cost tens of ms to import.
     script = (

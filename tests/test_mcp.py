@@ -24,6 +24,7 @@ READ_TOOLS = {
     "screen_memory_status",
     "screen_memory_recent_context",
     "screen_memory_recent_segments",
+    "kept_memory",
 }
 
 
@@ -96,7 +97,7 @@ def test_read_only_tools_are_listed_and_manage_is_absent_without_the_flag(home: 
     refused = run(call(build_server(home), "memory_manage", {"action": "resume"}))
     assert one_line_error(refused) == (
         "unknown tool 'memory_manage': use memory, screen_memory_status, "
-        "screen_memory_recent_context, screen_memory_recent_segments; "
+        "screen_memory_recent_context, screen_memory_recent_segments, kept_memory; "
         "memory_manage needs `backscroll mcp --allow-manage`"
     )
     assert "unknown tool 'a\\nb'" in one_line_error(run(call(build_server(home), "a\nb", {})))
@@ -351,7 +352,7 @@ def test_a_bad_export_is_reported_without_asking(home: Path, tmp_path: Path) -> 
 def test_backscroll_mcp_serves_over_stdio(home: Path) -> None:
     import typer
 
-    from backscroll.cli import app
+    from backscroll.cli.app import app
 
     commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
     assert "mcp" in commands, "backscroll/cli/app.py must register backscroll.cli.recall"

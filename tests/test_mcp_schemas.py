@@ -24,6 +24,7 @@ TOOLS = {
     "screen_memory_recent_context",
     "screen_memory_recent_segments",
     "memory_manage",
+    "kept_memory",
 }
 
 

@@ -268,3 +268,27 @@ def test_a_window_seen_thousands_of_times_does_not_silently_hide_the_others(
     assert "narrow the search" in json.loads(result.stdout)["incomplete"]
     shown = CliRunner().invoke(cli, ["search", "unpacking"])
     assert shown.stdout.splitlines()[-1].startswith("incomplete: the best 3,000 matching frames")
+
+
+def test_a_window_seen_across_the_turn_of_a_month_is_one_moment(backscroll_home: Path) -> None:
+    """The frames between two hits are read from each month the pair reaches (in UTC, as the
+    months of the index are): here from the hit before midnight to the one after it."""
+    from datetime import UTC, datetime
+
+    turn = datetime.now(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    title = "root@build: tail -f"
+
+    def seen(minutes: int, text: str) -> str:
+        ts = (turn + timedelta(minutes=minutes)).isoformat()
+        return json.dumps({"ts": ts, "app": "Terminal", "title": title, "text": text})
+
+    rows = [
+        seen(-1, log_view(40) + " needle"),
+        seen(0, log_view(41)),  # not a match, barely changed: in the second month
+        seen(1, log_view(42) + " needle"),
+    ]
+    with MemoryStore(write=True) as store:
+        import_frames(store, rows)
+        assert len(store.views.partitions()) == 2
+        [moment] = store.moments("needle")
+    assert len(moment.frames) == 2

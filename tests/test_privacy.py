@@ -13,6 +13,7 @@ from backscroll.importer import import_frames
 from backscroll.manage import delete, rebuild_views
 from backscroll.reindex import reindex
 from backscroll.store import MemoryStore
+from base.clock import now_us
 from tests.helpers import NOW, import_line
 from tests.residue import files_containing, index_doc_freq, stray_segment_files
 
@@ -55,6 +56,35 @@ def test_encrypted_text_is_unreadable_on_disk_yet_found_by_exact_word(
     for word in ("zanzibarite", "upstream"):
         assert files_containing(backscroll_home, word) == []
         assert index_doc_freq(backscroll_home, "text", word) == 0
+
+
+def test_an_encrypted_frame_whose_blind_tokens_differ_in_length_is_found_by_each_word(
+    backscroll_home: Path,
+) -> None:
+    # The index takes a frame's tokens as one string of hex words, cut every 12 bytes when
+    # they are all 12 bytes long; a log written by other hands may hold other lengths.
+    from eventlog.events import FrameCaptured
+
+    with MemoryStore(write=True) as store:
+        store.set_config(encrypt_text=True)
+        crypto = store.ensure_crypto()
+        with store.log.batch() as batch:
+            frame_id = batch.next_offset
+            batch.append(
+                FrameCaptured(
+                    ts_us=now_us(),
+                    frame_id=frame_id,
+                    captured_us=now_us(),
+                    app="Mail",
+                    title="inbox",
+                    ciphertext=crypto.encrypt_text(frame_id, "invoice overdue"),
+                    encrypted=True,
+                    blind_tokens=(*crypto.blind_tokens("invoice overdue"), b"\x01" * 5),
+                )
+            )
+        store.refresh()
+        assert [h.id for h in store.search("invoice")] == [frame_id]
+        assert [h.id for h in store.search("overdue")] == [frame_id]
 
 
 def test_a_lost_key_reads_as_empty_text_and_no_image_and_search_keeps_working(

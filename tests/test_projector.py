@@ -155,6 +155,10 @@ def test_a_projector_killed_while_catching_up_always_resumes_consistent(
         time.sleep(rng.uniform(0.3, 2.0))
         child.send_signal(signal.SIGKILL)
         child.wait()
+    # The next writer resumes (the last child may have been killed inside a commit, between
+    # the state and the search view it saves after it: a window as long as Tantivy's commit).
+    with MemoryStore(write=True):
+        pass
     with MemoryStore() as store:
         assert store.state().totals().frames == frames
         assert len(store.search("w12345")) == 1
@@ -162,6 +166,26 @@ def test_a_projector_killed_while_catching_up_always_resumes_consistent(
         from backscroll.verify import verify_store
 
         assert verify_store(store) == []
+
+
+def test_frames_applied_but_not_committed_are_indexed_once_after_their_writer_closes(
+    backscroll_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An import interrupted between two batches closes its views' writer without the
+    # catch-up that commits: Tantivy commits what was added all the same, past the
+    # manifest's position, so the next writer must know to replace those frames.
+    from projector import runner
+
+    monkeypatch.setattr(runner, "BATCH_SECONDS", 3600.0)
+    with MemoryStore(write=True) as store:
+        import_frames(store, lines(10, days=5))
+        with store.projector() as projector:
+            import_frames(store, lines(30, days=5)[10:])  # the views are taken: appended only
+            projector.apply_new()
+    with MemoryStore(write=True) as store:
+        assert [len(store.search(f"unique{i}")) for i in range(30)] == [1] * 30
+        assert store.state().totals().frames == 30
+    assert index_doc_freq(backscroll_home, "text", "unique25") == 1
 
 
 def test_a_long_lived_reader_sees_new_commits_without_reopening(backscroll_home: Path) -> None:

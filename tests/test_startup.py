@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from backscroll.cli.app import app, app_for
 from eventlog.active import ActiveIndex
 from tests.conftest import REPO
-from tests.helpers import import_line, run
+from tests.helpers import ago, import_line, populate, run
 
 # Libraries and project layers that a command imports in its body when it needs them.
 HEAVY = (
@@ -34,6 +34,7 @@ HEAVY = (
     "query",
     "rich",
     "tantivy",
+    "typer",
     "zstandard",
 )
 
@@ -53,7 +54,7 @@ def heavy(modules: set[str]) -> list[str]:
 
 def test_importing_the_cli_loads_no_store_index_cipher_picture_or_capture_module() -> None:
     modules = loaded_after("import backscroll.cli")
-    assert "typer" in modules  # the probe sees what was imported
+    assert "backscroll.cli.quick" in modules  # the probe sees what was imported
     assert heavy(modules) == []
     assert not {"backscroll.store", "backscroll.status", "backscroll.daemon"} & modules
 
@@ -109,14 +110,36 @@ def test_a_search_loads_nothing_for_pictures_capture_agents_or_help() -> None:
         "backscroll.daemon",
         "backscroll.mcp_server",
         "importlib.metadata",  # the crc32c package's __init__ asks it for its version
+        "typer",  # backscroll.cli.quick reads the line
+        "query.when",  # no time phrase to resolve
     )
     assert sorted(m for m in modules if m.startswith(tuple(f"{u}." for u in unwanted))) == []
     assert not set(unwanted) & modules
 
 
-def test_a_status_loads_no_writer_search_engine_or_logging() -> None:
+def test_a_search_over_months_loads_no_logging_thread_pool_or_tempfile() -> None:
+    """Months are searched on bare threads (``concurrent.futures`` imports ``logging``) and
+    opened through folders made without ``tempfile`` (which imports ``shutil`` and
+    ``random``)."""
+    populate(
+        [
+            {"ts": ago(60 * 24 * days), "app": "Terminal", "title": "zsh", "text": "invoice"}
+            for days in (1, 40, 80)  # three months
+        ]
+    )
+    modules = loaded_after(
+        "import sys\n"
+        "from backscroll.cli import main\n"
+        "sys.argv = ['backscroll', 'search', 'invoice']\n"
+        "main()"
+    )
+    assert "tantivy" in modules  # it did open the months
+    assert sorted({"logging", "concurrent.futures", "tempfile", "shutil"} & modules) == []
+
+
+def test_a_status_loads_no_writer_search_engine_logging_or_cipher() -> None:
     """A reader imports no writer module (the views' writer, the indexer), and a status no
-    search engine; the log imports ``logging`` only to warn of damage."""
+    search engine or cipher; the log imports ``logging`` only to warn of damage."""
     modules = loaded_after(
         "import sys\n"
         "from backscroll.cli import main\n"
@@ -134,6 +157,10 @@ def test_a_status_loads_no_writer_search_engine_or_logging() -> None:
         "tantivy",
         "logging",
         "tempfile",
+        "typer",  # backscroll.cli.quick reads the line
+        # Whether it is installed is found without importing it (its packages above the
+        # compiled core are imported to find it).
+        "cryptography.hazmat.bindings._rust",
     }
     assert sorted(unwanted & modules) == []
 

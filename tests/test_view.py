@@ -406,3 +406,19 @@ def test_without_a_display_the_address_is_printed_and_no_browser_sought(home: Pa
 def test_make_run_without_a_display_shows_the_demo_in_the_view() -> None:
     run_line = (REPO / "Makefile").read_text().split("\nrun:\n", 1)[1].splitlines()[0]
     assert "else $(VENV)/bin/backscroll demo --view; fi" in run_line
+
+
+def test_a_frame_deleted_from_the_view_names_only_the_memories_citing_it(
+    view: TestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    frames = ids(view)
+    for app in ("Terminal", "Slack"):
+        code, _, err = run(
+            capsys, "keep", "add", f"Seen in {app}.", "--source", f"frame:{frames[app]}"
+        )
+        assert code == 0, err
+    _, out, _ = run(capsys, "keep", "list", "--json")
+    kept = {m["source"]: m["id"] for m in json.loads(out)["memories"]}
+    confirmed = {"ids": [frames["Terminal"]], "confirm": True}
+    done = view.post("/api/delete", json=confirmed, headers={"origin": OWN}).json()
+    assert done["deleted"] == 1 and done["cited_by"] == [kept[f"frame:{frames['Terminal']}"]]

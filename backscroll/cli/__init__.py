@@ -1,24 +1,23 @@
 """The ``backscroll`` command: thin commands over the library, one line per error.
 
-``main`` builds only the command its command line runs (``app_for``): each command imports
-what it needs inside its body, so that importing this module loads no store, index, cipher,
-picture or capture module, and no other command's.
+``main`` runs ``status`` and ``search`` lines that ``quick`` reads whole without typer;
+for any other line it builds only the command the line runs (``app_for``): each command
+imports what it needs inside its body, so that importing this module loads no store, index,
+cipher, picture or capture module, no other command's, and not typer.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import typer
-import typer.main
+from backscroll.cli.quick import command_for
 
-# typer (0.26 to 0.28) vendors click as typer._click: these, not the click package's own
-# classes, are what its parser raises.
-from typer._click.exceptions import ClickException, NoArgsIsHelpError, NoSuchOption, UsageError
-
-from backscroll.cli.app import app, app_for
+if TYPE_CHECKING:
+    import typer
+    from typer._click.exceptions import UsageError
 
 PROG = "backscroll"
 # Escapes for the characters that would break the one line (str.splitlines splits at every
@@ -38,22 +37,11 @@ def main() -> None:
     from base.home import resolve_home
 
     _escape_unencodable_output()
-    application = app_for(sys.argv[1:])
+    quick = command_for(sys.argv[1:])
     try:
-        code = application(prog_name=PROG, standalone_mode=False)
+        code = _typer_main() if quick is None else _quickly(quick)
     except BackscrollError as exc:
         _fail(str(exc), 1)
-    except NoArgsIsHelpError as exc:
-        # Without rich the help is the message; with rich it has already been printed.
-        if exc.format_message():
-            typer.echo(exc.format_message())
-        _fail("missing command", exc.exit_code)
-    except UsageError as exc:
-        _fail(f"{_sentence(exc.format_message())} ({_hint(exc, application)})", exc.exit_code)
-    except ClickException as exc:
-        _fail(_sentence(exc.format_message()), exc.exit_code)
-    except typer.Abort:
-        _fail("aborted", 1)
     except OSError as exc:
         # What a command did not turn into its own message (a file it was told to use):
         # still one line, a full disk said as such.
@@ -65,6 +53,52 @@ def main() -> None:
         sys.exit(130)
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+def _typer_main() -> Any:
+    """The command line run by typer: its parser's errors in the house's words."""
+    import typer
+
+    # typer (0.26 to 0.28) vendors click as typer._click: these, not the click package's own
+    # classes, are what its parser raises.
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+
+    from backscroll.cli.app import app_for
+
+    application = app_for(sys.argv[1:])
+    try:
+        return application(prog_name=PROG, standalone_mode=False)
+    except NoArgsIsHelpError as exc:
+        # Without rich the help is the message; with rich it has already been printed.
+        if exc.format_message():
+            typer.echo(exc.format_message())
+        _fail("missing command", exc.exit_code)
+    except UsageError as exc:
+        _fail(f"{_sentence(exc.format_message())} ({_hint(exc, application)})", exc.exit_code)
+    except ClickException as exc:
+        _fail(_sentence(exc.format_message()), exc.exit_code)
+    except typer.Abort:
+        _fail("aborted", 1)
+
+
+def _quickly(command: Any) -> int:
+    """A command ``quick`` read, as typer runs it: Ctrl-C is exit 130, and output that
+    cannot be written because its reader has gone (a pipe to ``head``) ends it with exit 1
+    and nothing said."""
+    import errno
+
+    try:
+        command()
+    except KeyboardInterrupt:
+        return 130
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise
+        # Python would flush the closed pipe again as it exits, and say so: what is left
+        # goes nowhere (the way Python's documentation gives for SIGPIPE).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return 0
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -82,6 +116,8 @@ def _sentence(message: str) -> str:
 
 
 def _hint(exc: UsageError, application: typer.Typer) -> str:
+    from typer._click.exceptions import NoSuchOption
+
     path, command = _command_of(exc, application)
     see = f"see {path} --help"
     short = isinstance(exc, NoSuchOption) and not exc.option_name.startswith("--")
@@ -96,6 +132,8 @@ def _command_of(exc: UsageError, application: typer.Typer) -> tuple[str, Any]:
     as a missing option value, without one) the one the command line names."""
     if exc.ctx is not None:
         return exc.ctx.command_path, exc.ctx.command
+    import typer.main
+
     path, command = [PROG], typer.main.get_command(application)
     for arg in sys.argv[1:]:
         sub = getattr(command, "commands", {}).get(arg)
@@ -116,4 +154,4 @@ def _escape_unencodable_output() -> None:
             stream.reconfigure(errors="backslashreplace")
 
 
-__all__ = ["app", "main"]
+__all__ = ["main"]

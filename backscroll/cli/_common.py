@@ -4,20 +4,28 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
 
 from backscroll import contract
+from backscroll.cli._run import ask, note_lag, open_store, reply
 from base.errors import UsageError
 
-if TYPE_CHECKING:
-    import msgspec
-
-    from backscroll.contract import Request
-    from backscroll.store import MemoryStore
-
-R = TypeVar("R", bound="Request")
+# ask, note_lag, open_store and reply live in _run, which the quick parser imports without typer.
+__all__ = [
+    "App",
+    "Home",
+    "Json",
+    "Since",
+    "Until",
+    "ask",
+    "note_lag",
+    "on_off",
+    "open_store",
+    "reply",
+    "stamp",
+]
 
 Home = Annotated[
     Path | None,
@@ -36,23 +44,6 @@ App = Annotated[str | None, typer.Option("--app", help=contract.APP)]
 Cursor = Annotated[str | None, typer.Option("--cursor", help=contract.CURSOR)]
 
 
-def open_store(home: Path | None, *, write: bool = False, catch_up: bool = True) -> MemoryStore:
-    """To read (writes nothing) or, ``write``, to change the store (``MemoryStore``)."""
-    from backscroll.store import MemoryStore
-
-    return MemoryStore(home, write=write, catch_up=catch_up)
-
-
-def ask(kind: type[R], /, **arguments: Any) -> R:
-    """The command's arguments as a request of the contract, checked by it."""
-    return contract.parse(kind, arguments)
-
-
-def reply(answer: msgspec.Struct, text: str, json: bool) -> None:
-    """A read's answer: its JSON (the contract's shape) or its text."""
-    typer.echo(contract.encode(answer) if json else text)
-
-
 def on_off(value: str | None, name: str) -> bool | None:
     if value is None:
         return None
@@ -67,12 +58,3 @@ def on_off(value: str | None, name: str) -> bool | None:
 
 def stamp(when: datetime) -> str:
     return when.astimezone().strftime("%Y-%m-%d %H:%M:%S")
-
-
-def note_lag(store: Any) -> None:
-    """With a daemon holding the views, commands read them as they are: say how far behind."""
-    if store.lag:
-        typer.echo(
-            f"note: the views are {store.lag:,} event(s) behind the log ({store.behind_why})",
-            err=True,
-        )

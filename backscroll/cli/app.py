@@ -16,6 +16,7 @@ import typer.main
 from backscroll.cli.capture import register as register_capture
 from backscroll.cli.first_run import register as register_first_run
 from backscroll.cli.glance import register as register_glance
+from backscroll.cli.keep import register as register_keep
 from backscroll.cli.manage import register as register_manage
 from backscroll.cli.read import register as register_read
 from backscroll.cli.read import search
@@ -43,6 +44,7 @@ register_read(app)
 register_manage(app)
 register_recall(app)
 register_glance(app)
+register_keep(app)
 register_view(app)
 for _info in app.registered_commands:
     if _info.callback is search:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -167,10 +167,14 @@ def clear(
         typer.Option("--damaged", help="Remove only the unreadable bytes kept aside (see verify)."),
     ] = False,
     yes: Annotated[bool, typer.Option("-y", "--yes", help="Do not ask for confirmation.")] = False,
+    forget_citing: Annotated[
+        bool, typer.Option("--forget-citing", help=contract.FORGET_CITING)
+    ] = False,
     home: Home = None,
 ) -> None:
     """Delete frames (everything when no scope is given); returns when the purge is done, or
-    exits 1 saying why it cannot be."""
+    exits 1 saying why it cannot be. Kept memories citing a deleted frame are named, or
+    forgotten too."""
     from backscroll import answer
     from backscroll.manage import check_scope
 
@@ -180,15 +184,56 @@ def clear(
         _clear_damaged(home, yes)
         return
     # Confirmed below, or the command stops there.
-    request = ask(contract.DeleteRequest, since=since, before=before, app=app, confirm=True)
+    request = ask(
+        contract.DeleteRequest,
+        since=since,
+        before=before,
+        app=app,
+        confirm=True,
+        forget_citing=forget_citing,
+    )
     span = answer.time_span(request.since, None, request.before)
     check_scope(*span, request.app)
     scope = answer.scope_text(*span, request.app)
     if not yes:
         typer.confirm(f"Delete every frame in {scope}? This cannot be undone", abort=True)
+        request = _offer_to_forget_citing(home, request, span)
     with open_store(home, write=True) as store:
         deleted = answer.delete(store, request, "cli", span)
     typer.echo(f"deleted {deleted.deleted} frame(s) in {scope}")
+    if deleted.memories_forgotten:
+        shown = ", ".join(deleted.memories_forgotten)
+        typer.echo(
+            f"forgot {len(deleted.memories_forgotten)} kept memory(ies) citing them: {shown}"
+        )
+    if deleted.cited_by:
+        typer.echo(
+            f"{len(deleted.cited_by)} kept memory(ies) cite a deleted frame, their source now "
+            f"pointing at nothing: {', '.join(deleted.cited_by)} (backscroll keep forget ID, or "
+            "clear --forget-citing next time)"
+        )
+
+
+def _offer_to_forget_citing(
+    home: Path | None, request: contract.DeleteRequest, span: tuple[Any, Any]
+) -> contract.DeleteRequest:
+    """Name the kept memories whose source the deletion takes away, and offer to forget them."""
+    import msgspec
+
+    from backscroll.keep import Keeper
+
+    if request.forget_citing:
+        return request
+    with open_store(home) as store:
+        citing = Keeper(store).citing(*span, request.app)
+    if not citing:
+        return request
+    names = ", ".join(m.id for m in citing)
+    forget = typer.confirm(
+        f"{len(citing)} kept memory(ies) cite these frames as their source ({names}): forget "
+        "them too?"
+    )
+    return msgspec.structs.replace(request, forget_citing=forget)
 
 
 def _clear_damaged(home: Path | None, yes: bool) -> None:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from backscroll import contract
+from backscroll.cli import _run
 from backscroll.cli._common import (
     App,
     Cursor,
@@ -48,8 +49,6 @@ def search(
     json: Json = False,
 ) -> None:
     """Search what was on screen, best first; a window's near-identical frames as one match."""
-    from backscroll import answer
-
     request = ask(
         contract.SearchRequest,
         query=query,
@@ -59,10 +58,7 @@ def search(
         limit=limit,
         cursor=cursor,
     )
-    with open_store(home) as store:
-        answered = answer.search(store, request)
-        note_lag(store)
-    reply(*answered, json)
+    _run.search(request, home, json)
 
 
 def timeline(
@@ -118,11 +114,7 @@ def show(
 
 def status(home: Home = None, json: Json = False) -> None:
     """Daemon, capture, storage, trigger and encryption state."""
-    from backscroll import answer
-
-    with open_store(home) as store:
-        answered = answer.status(store)
-    reply(*answered, json)
+    _run.status(home, json)
 
 
 def audit_log(

@@ -78,6 +78,13 @@ def mcp(
             help="Let export run for clients that cannot ask you first (no elicitation).",
         ),
     ] = False,
+    allow_keep: Annotated[
+        bool,
+        typer.Option(
+            "--allow-keep",
+            help="Also offer kept_memory_write (keep, revise, forget kept memories).",
+        ),
+    ] = False,
     home: Home = None,
 ) -> None:
     """Serve the memory tools to an agent over stdio (Model Context Protocol)."""
@@ -91,4 +98,4 @@ def mcp(
         raise BackscrollError(
             "the mcp package is not installed; run: pip install 'backscroll[mcp]'"
         ) from None
-    serve(home, allow_manage=allow_manage, allow_export=allow_export)
+    serve(home, allow_manage=allow_manage, allow_export=allow_export, allow_keep=allow_keep)

@@ -235,6 +235,11 @@ class Status(Counts, Answer, kw_only=True, tag="status"):
     deletions_stuck: list[str] = []
     """A line for each deletion whose purge could not complete: its frames hidden, what
     stops it and the command that finishes it."""
+    memories: int = 0
+    """Kept memories served (``backscroll keep``): neither proposed nor past idle expiry."""
+    memories_proposed: int = 0
+    """Kept memories waiting for review (``backscroll keep review``)."""
+    intentions_due: int = 0
 
 
 class AuditEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -289,6 +294,11 @@ class DeleteAnswer(Scope, kw_only=True, tag="delete"):
     ids: list[int] = []
     """The frames it was limited to (none: every frame in the scope)."""
     deleted: int
+    cited_by: list[str] = []
+    """Kept memories whose source is a deleted frame, kept (their source now points at a
+    deleted frame): forget them, or delete with ``forget_citing``."""
+    memories_forgotten: list[str] = []
+    """Kept memories citing a deleted frame, forgotten with it (``forget_citing``)."""
 
 
 class ExportAnswer(Scope, kw_only=True, tag="export"):

@@ -23,6 +23,7 @@ from backscroll.contract.words import (
     ENCRYPT_THUMBNAILS,
     EXPORT_LIMIT,
     FOLDER,
+    FORGET_CITING,
     FORMAT,
     FRAME_ID,
     FRAME_IDS,
@@ -200,6 +201,7 @@ class DeleteRequest(Request):
         Meta(max_length=MAX_TIMELINE_LIMIT, description=FRAME_IDS),
     ] = []
     confirm: Annotated[bool, Meta(description=CONFIRM)] = False
+    forget_citing: Annotated[bool, Meta(description=FORGET_CITING)] = False
 
 
 class ExportRequest(Request):
@@ -268,7 +270,7 @@ def _refusal(kind: type, arguments: dict[str, Any], message: str) -> str:
     value = arguments.get(name)
     if isinstance(value, float) and not math.isfinite(value):
         return f"{name}: must be a finite number, not {value}"
-    if "matching regex" in said:
+    if "matching regex" in said and said.endswith(f"{_NOT_BLANK}'"):
         return f"{name}: must not be empty or blank"
     bounds = _bounds(kind, name)
     if bounds is not None and isinstance(value, int) and not isinstance(value, bool):

@@ -48,7 +48,8 @@ BACKEND = "Capture backend: auto, x11, wlroots or gnome."
 ANNOUNCE = "Tell apps to publish their text (AT-SPI IsEnabled)."
 KIND = (
     "Event kind (repeatable): "
-    "config, pause, resume, delete, purged, reindex, rewritten, dstart, dstop, key."
+    "config, pause, resume, delete, purged, reindex, rewritten, dstart, dstop, key, "
+    "kept, revised, forgotten, reviewed, space."
 )
 SOURCE = "JSON Lines: ts, app, title, text."
 SKIP_BAD = "Go on past malformed lines."
@@ -62,3 +63,7 @@ SUMMARY_SINCE = f"{SINCE} Default: today."
 MAX_CURSOR = 512
 """Characters of a cursor at most: the ones a search or timeline gives are under 80."""
 CURSOR = "The next page: the next_cursor of the answer before, with the same other arguments."
+FORGET_CITING = (
+    "Also forget the kept memories whose source is a deleted frame (else they are named, their "
+    "source pointing at a deleted frame)."
+)

@@ -1,0 +1,195 @@
+"""Reads of the kept memories: resolve, search, due, pages; and the rule every one of them
+keeps: a proposed memory (written into a space that requires review, not approved yet) and
+one past its idle expiry are served by none.
+
+Search is by words, in an index built in memory from the view the first time it is asked
+(the words the view holds of plain text; the blind tokens of encrypted text, which a query's
+words are turned into with the store's key, as frames are searched). A score is the share
+of the query's distinct words a memory holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+from base.tokens import words
+from eventlog.events import Event, MemoryForgotten, MemoryKept, MemoryRevised
+from projector.kept import Kept, KeptView, claim_key
+
+Blind = Callable[[str], bytes]
+"""A query word's blind token under the store's key."""
+
+NEAR_MISSES = 3
+COMMON = 1_000
+"""A word in more memories than this is left out of ``similar`` (``the``, ``we``)."""
+SIMILAR = 0.5
+"""A new memory sharing half its words with one in its space is reported as similar: 003's
+cut-off for a match, and two phrasings of one fact share about that many."""
+
+
+class Scored(NamedTuple):
+    memory: Kept
+    score: float
+
+
+class KeptReader:
+    """The view, with the rule of what is served, and its words index."""
+
+    def __init__(self, view: KeptView, blind: Blind | None = None) -> None:
+        self.view = view
+        self.blind = blind
+        self._index: dict[str | bytes, set[str]] | None = None
+        self._tokens: dict[str, frozenset[str | bytes]] = {}
+        """Each indexed memory's words (or blind tokens), as the index holds them."""
+
+    # -- keeping up ------------------------------------------------------------------------
+
+    def apply(self, offset: int, event: Event) -> None:
+        """Apply an event to the view, keeping the index (if built) in step."""
+        memory_id = getattr(event, "memory_id", None)
+        indexed = self._index is not None and memory_id in self.view.memories
+        if indexed and isinstance(event, MemoryRevised | MemoryForgotten):
+            self._unindex(self.view.memories[str(memory_id)])
+        self.view.apply(offset, event)
+        if self._index is not None and isinstance(event, MemoryKept | MemoryRevised):
+            after = self.view.memories.get(str(memory_id))
+            if after is not None:
+                self._add(after)
+
+    def served(self, memory: Kept, now_us: int) -> bool:
+        if memory.proposed:
+            return False
+        until = self.view.kept_until(memory)
+        return until is None or now_us < until
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def resolve(
+        self, subject: str, predicate: str, context: str, spaces: Iterable[str], now_us: int
+    ) -> Kept | None:
+        """The memory of the claim in the first space that holds it; never a guess."""
+        for space in spaces:
+            memory_id = self.view.claims.get(claim_key(space, subject, predicate, context))
+            memory = self.view.memories.get(memory_id) if memory_id else None
+            if memory is not None and self.served(memory, now_us):
+                return memory
+        return None
+
+    def search(
+        self, query: str, spaces: list[str], min_score: float, limit: int, now_us: int
+    ) -> tuple[list[Scored], list[Scored]]:
+        """(hits at or above ``min_score``, best first; the closest below it when none)."""
+        wanted = sorted(set(words(query)))
+        if not wanted:
+            return [], []
+        index = self._built()
+        counts: dict[str, int] = {}
+        for word in wanted:
+            found = set(index.get(word, ()))
+            if self.blind is not None:
+                found |= index.get(self.blind(word), set())
+            for memory_id in found:
+                counts[memory_id] = counts.get(memory_id, 0) + 1
+        rank = {space: i for i, space in enumerate(spaces)}
+        # Best first by how many of the query's words a memory holds: only the buckets a
+        # page reaches are ranked (at 100k memories a common word is in hundreds).
+        buckets: dict[int, list[Kept]] = {}
+        for memory_id, n in counts.items():
+            buckets.setdefault(n, []).append(self.view.memories[memory_id])
+        hits: list[Scored] = []
+        near: list[Scored] = []
+        for n in sorted(buckets, reverse=True):
+            score = n / len(wanted)
+            if score >= min_score:
+                shown, room = hits, limit - len(hits)
+            elif hits:
+                break
+            else:
+                shown, room = near, NEAR_MISSES - len(near)
+            if room <= 0:
+                break
+            served = [
+                m for m in buckets[n] if (not spaces or m.space in rank) and self.served(m, now_us)
+            ]
+            served.sort(key=lambda m: (rank.get(m.space, 0), -m.updated_us))
+            shown += [Scored(m, score) for m in served[:room]]
+        return hits, near
+
+    def similar(self, memory: Kept) -> list[Scored]:
+        """Served memories of its space holding at least ``SIMILAR`` of its words (a
+        rephrasing adds or drops a few; the share of both memories' words would call it
+        new). A word most memories hold says nothing about which one this repeats, and
+        walking its memories made a write at 100k cost ~10 ms: only words fewer than
+        ``COMMON`` memories hold are compared."""
+        index = self._built()
+        mine = [key for key in self._tokens[memory.id] if len(index.get(key, ())) <= COMMON]
+        if not mine:
+            return []
+        counts: dict[str, int] = {}
+        for key in mine:
+            for other_id in index[key]:
+                counts[other_id] = counts.get(other_id, 0) + 1
+        least = SIMILAR * len(mine)
+        out = []
+        for other_id, shared in counts.items():
+            other = self.view.memories[other_id]
+            if shared < least or other_id == memory.id or other.space != memory.space:
+                continue
+            if not other.proposed:
+                out.append(Scored(other, round(shared / len(mine), 3)))
+        out.sort(key=lambda s: -s.score)
+        return out[:NEAR_MISSES]
+
+    def due(self, spaces: list[str], now_us: int) -> list[Kept]:
+        """Served intentions whose time has come, earliest first."""
+        return sorted(
+            (
+                m
+                for m in self.view.memories.values()
+                if m.due_us is not None
+                and m.due_us <= now_us
+                and (not spaces or m.space in spaces)
+                and self.served(m, now_us)
+            ),
+            key=lambda m: (m.due_us or 0, m.id),
+        )
+
+    def newest(self, space: str | None, now_us: int, proposed: bool = False) -> list[Kept]:
+        """Served memories (``proposed``: only those waiting for review), newest first."""
+        return sorted(
+            (
+                m
+                for m in self.view.memories.values()
+                if (space is None or m.space == space)
+                and (m.proposed if proposed else self.served(m, now_us))
+            ),
+            key=lambda m: (-m.updated_us, m.id),
+        )
+
+    # -- the index -------------------------------------------------------------------------
+
+    def _built(self) -> dict[str | bytes, set[str]]:
+        if self._index is None:
+            self._index = {}
+            for memory in self.view.memories.values():
+                self._add(memory)
+        return self._index
+
+    def _keys(self, memory: Kept) -> set[str | bytes]:
+        return set(memory.blind_tokens if memory.encrypted else memory.words)
+
+    def _add(self, memory: Kept) -> None:
+        assert self._index is not None
+        keys = self._tokens[memory.id] = frozenset(self._keys(memory))
+        for key in keys:
+            self._index.setdefault(key, set()).add(memory.id)
+
+    def _unindex(self, memory: Kept) -> None:
+        assert self._index is not None
+        for key in self._tokens.pop(memory.id, frozenset()):
+            ids = self._index.get(key)
+            if ids is not None:
+                ids.discard(memory.id)
+                if not ids:
+                    del self._index[key]
