@@ -67,4 +67,4 @@ bench:
 	$(PY) -m bench.redact
 
 run:
-	@if [ -n "$$DISPLAY" ]; then $(VENV)/bin/backscroll start; else $(VENV)/bin/backscroll demo; fi
+	@if [ -n "$$DISPLAY" ]; then $(VENV)/bin/backscroll start; else $(VENV)/bin/backscroll demo --view; fi

@@ -301,11 +301,14 @@ def configure(store: MemoryStore, request: ConfigRequest, origin: Origin) -> Con
     )
 
 
-def scope_text(start: datetime | None, end: datetime | None, app: str | None) -> str:
+def scope_text(
+    start: datetime | None, end: datetime | None, app: str | None, ids: tuple[int, ...] = ()
+) -> str:
     """A deletion's or export's scope in words, for a prompt or a refusal."""
     from query.render import span_text
 
-    return span_text(start, end) + (f", app~'{app}'" if app else "")
+    frames = f", frame(s) {', '.join(f'#{i}' for i in ids)}" if ids else ""
+    return span_text(start, end) + (f", app~'{app}'" if app else "") + frames
 
 
 def delete(
@@ -320,19 +323,21 @@ def delete(
 
     start, end = span or time_span(request.since, request.until, request.before)
     check_scope(start, end, request.app)
+    ids = tuple(request.ids)
     if not request.confirm:
-        shown = scope_text(start, end, request.app)
+        shown = scope_text(start, end, request.app, ids)
         raise UsageError(f"delete needs confirm=true; nothing was deleted (scope: {shown})")
     from backscroll.keep import Keeper
 
     keeper = Keeper(store)
-    citing = keeper.citing(start, end, request.app)
-    removed = delete_(store, start=start, end=end, app=request.app, origin=origin)
+    citing = keeper.citing(start, end, request.app, ids)
+    removed = delete_(store, start=start, end=end, app=request.app, ids=ids, origin=origin)
     forgotten = keeper.forget_citing(citing, origin) if request.forget_citing else []
     return DeleteAnswer(
         start=_at(start),
         end=_at(end),
         app=request.app,
+        ids=list(ids),
         deleted=removed,
         cited_by=[] if request.forget_citing else [m.id for m in citing],
         memories_forgotten=forgotten,

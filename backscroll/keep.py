@@ -401,15 +401,22 @@ class Keeper:
         proposed = sum(1 for m in memories if m.proposed)
         return served, proposed, len(self.reader.due([], now))
 
-    def citing(self, start: datetime | None, end: datetime | None, app: str | None) -> list[Kept]:
+    def citing(
+        self,
+        start: datetime | None,
+        end: datetime | None,
+        app: str | None,
+        ids: tuple[int, ...] = (),
+    ) -> list[Kept]:
         """The memories (proposed ones too) whose source is a frame a deletion of this scope
-        covers: it would leave their source pointing at nothing."""
+        (``ids``: only these frames) covers: it would leave their source pointing at
+        nothing."""
         from base.clock import to_us
         from eventlog.events import MAX_OFFSET
         from projector.state import Scope, matches
 
         self.catch_up()
-        scope = Scope(MAX_OFFSET, (), to_us(start), to_us(end), app)
+        scope = Scope(MAX_OFFSET, ids, to_us(start), to_us(end), app)
         out = []
         for memory in self.view.memories.values():
             frame = frame_of(memory.source)

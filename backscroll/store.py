@@ -137,6 +137,11 @@ class MemoryStore:
                 raise
             self._read_as_they_are("the disk is full: they catch up once there is room")
 
+    def reread(self) -> None:
+        """A reader that stays open (the view's server) reads the log's end again: what the
+        views trail it by, and the control events past them, as a reader opened now would."""
+        self._read_as_they_are(self._why_behind())
+
     def _read_as_they_are(self, why: str) -> None:
         state = self.views.state()
         if self.log.mark() == state.log_mark:

@@ -21,6 +21,7 @@ from backscroll.cli.manage import register as register_manage
 from backscroll.cli.read import register as register_read
 from backscroll.cli.read import search
 from backscroll.cli.recall import register as register_recall
+from backscroll.cli.view import register as register_view
 
 # The parser reads `search -word` as the options -w, -o, …: say how to search for it.
 SEARCH_EPILOG = "Put -- before a query that starts with -: backscroll search -- -word"
@@ -44,6 +45,7 @@ register_manage(app)
 register_recall(app)
 register_glance(app)
 register_keep(app)
+register_view(app)
 for _info in app.registered_commands:
     if _info.callback is search:
         _info.epilog = SEARCH_EPILOG

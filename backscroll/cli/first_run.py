@@ -25,11 +25,23 @@ def demo(
             "--home", help="Store folder to record into (default: a new temporary folder)."
         ),
     ] = None,
+    view: Annotated[
+        bool,
+        typer.Option("--view", help="Then serve the recorded store's web view until Ctrl+C."),
+    ] = False,
 ) -> None:
     """Record a private headless desktop with the real daemon, then search what it showed."""
     from backscroll.demo import run_demo
 
-    run_demo(seconds=seconds, home=home, echo=typer.echo)
+    report = run_demo(seconds=seconds, home=home, echo=typer.echo)
+    if view:
+        from functools import partial
+
+        from backscroll.cli.view import announce
+        from backscroll.view import serve
+
+        typer.echo("")
+        serve(report.home, 0, partial(announce, browse=True))
 
 
 def install_service(home: Home = None) -> None:

@@ -291,6 +291,8 @@ class ConfigAnswer(Answer, kw_only=True, tag="config"):
 
 
 class DeleteAnswer(Scope, kw_only=True, tag="delete"):
+    ids: list[int] = []
+    """The frames it was limited to (none: every frame in the scope)."""
     deleted: int
     cited_by: list[str] = []
     """Kept memories whose source is a deleted frame, kept (their source now points at a

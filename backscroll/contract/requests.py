@@ -26,6 +26,7 @@ from backscroll.contract.words import (
     FORGET_CITING,
     FORMAT,
     FRAME_ID,
+    FRAME_IDS,
     HOTKEY,
     INCLUDE_IMAGE,
     INTERVAL,
@@ -194,6 +195,11 @@ class DeleteRequest(Request):
     until: Until = None
     before: Before = None
     app: AppText = None
+    # A moment holds at most MAX_TIMELINE_LIMIT frames as the view shows them.
+    ids: Annotated[
+        list[Annotated[int, Meta(ge=0, le=MAX_FRAME_ID)]],
+        Meta(max_length=MAX_TIMELINE_LIMIT, description=FRAME_IDS),
+    ] = []
     confirm: Annotated[bool, Meta(description=CONFIRM)] = False
     forget_citing: Annotated[bool, Meta(description=FORGET_CITING)] = False
 
