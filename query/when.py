@@ -10,6 +10,8 @@ Every span is ``[start, end)``, timezone-aware, in the zone of ``now``:
     <day> morning|afternoon|...   morning 05–12, afternoon 12–17, evening 17–22, night 20–24
                                   (the spec's hours), lunch or lunchtime 12–14; <day> is
                                   today, yesterday, this, a weekday or last <weekday>
+    [<day>] [at] 3pm, 15:30       that minute of <day> (today when none is named), as a
+                                  date and time is: 3pm, 3:30 pm, 12am (midnight), 15:30
     this week, last week          Monday-start calendar weeks; ``this week`` runs to next
                                   Monday 00:00, so it includes the rest of the current week
     this month, last month        calendar months; ``this month`` runs to the 1st of next month
@@ -39,7 +41,8 @@ __all__ = ["ACCEPTED_FORMS", "parse_when", "resolve_span"]
 ACCEPTED_FORMS = (
     "2h, 45m, 3d, 1w (or '2 hours'), today, yesterday, last night, tonight, tuesday, "
     "last tuesday, tuesday afternoon (morning/lunch/afternoon/evening/night), this week, "
-    "last week, this month, last month, 3 days ago, an hour ago, 2026-09-01, 2026-09-01 14:30"
+    "last week, this month, last month, 3 days ago, an hour ago, yesterday 3pm, tuesday 15:30, "
+    "2026-09-01, 2026-09-01 14:30"
 )
 
 _Kind = Literal["period", "duration", "point", "minute"]
@@ -88,6 +91,11 @@ _PART = "|".join(_PARTS)
 _DURATION = re.compile(rf"(\d+) ?({_UNIT})")
 _AGO = re.compile(rf"(?:about )?(\d+|an?|one) ?({_UNIT}) ago")
 _DAY = re.compile(rf"(today|yesterday|this|(?:(?:last|past) )?(?:{_WEEKDAY}))(?: ({_PART}))?")
+# A clock time needs its am/pm or its minutes: "tuesday 3" could be an hour or a date.
+_DAY_CLOCK = re.compile(
+    rf"(?:(today|yesterday|(?:(?:last|past) )?(?:{_WEEKDAY})) )?(?:at )?"
+    r"(\d{1,2})(?::(\d{2}))? ?(am|pm|a\.m\.|p\.m\.)?"
+)
 _DATE = r"(\d{4})-(\d{1,2})-(\d{1,2})"
 _ISO_DATE = re.compile(_DATE)
 _CLOCK = r"(\d{1,2}):(\d{2})(?::(\d{2})(?:[.,]\d+)?)?"  # fractions of a second are dropped
@@ -194,6 +202,8 @@ def _match(words: str, now: datetime) -> _Span | None:
             first = (first - timedelta(days=1)).replace(day=1)
         following = (first + timedelta(days=31)).replace(day=1)
         return _Span(_midnight(first, tz), _midnight(following, tz), "period")
+    if (m := _DAY_CLOCK.fullmatch(words)) and (m[3] or m[4]):
+        return _clock_on(_named_day(m[1] or "today", today), int(m[2]), m[3], m[4], tz)
     if m := _ISO_DATE.fullmatch(words):
         return _day_span(date(int(m[1]), int(m[2]), int(m[3])), None, tz)
     if m := _ISO_MINUTE.fullmatch(words):
@@ -214,6 +224,16 @@ def _named_day(day: str, today: date) -> date:
 def _day_span(day: date, part: str | None, tz: tzinfo) -> _Span:
     first, last = _PARTS[part] if part else (0, 24)
     return _Span(_wall(day, first, 0, tz), _wall(day, last, 0, tz), "period")
+
+
+def _clock_on(day: date, hour: int, minute: str | None, meridiem: str | None, tz: tzinfo) -> _Span:
+    if meridiem is not None:
+        if not 1 <= hour <= 12:
+            raise ValueError(f"{hour} {meridiem} is no hour of a 12-hour clock")
+        hour = hour % 12 + (12 if meridiem.startswith("p") else 0)
+    time(hour, int(minute or 0))  # rejects 25:00 and 14:75 (ValueError)
+    start = _wall(day, hour, int(minute or 0), tz)
+    return _Span(start, (start.astimezone(UTC) + timedelta(minutes=1)).astimezone(tz), "minute")
 
 
 def _minute_window(m: re.Match[str], tz: tzinfo) -> _Span:

@@ -219,6 +219,30 @@ def test_the_parts_of_a_day_run_the_hours_of_the_spec_and_lunch_and_tonight_thei
     )
 
 
+@pytest.mark.parametrize(
+    ("phrase", "day", "hour", "minute"),
+    [
+        ("yesterday 3pm", 2, 15, 0),
+        ("yesterday at 3 pm", 2, 15, 0),
+        ("wednesday 3:30pm", 2, 15, 30),
+        ("last tuesday 09:05", 1, 9, 5),
+        ("3pm", 3, 15, 0),
+        ("at 11 a.m.", 3, 11, 0),
+        ("12am", 3, 0, 0),
+        ("12pm", 3, 12, 0),
+        ("14:30", 3, 14, 30),
+    ],
+)
+def test_a_clock_time_on_a_day_names_that_minute_and_today_when_no_day_is_named(
+    phrase: str, day: int, hour: int, minute: int
+) -> None:
+    start = datetime(2026, 9, day, hour, minute, tzinfo=BERLIN)
+    assert parse_when(phrase, now=NOW) == (start, start + timedelta(minutes=1))
+    # As --since it runs from that minute until now, as a date and time does.
+    if start < NOW:
+        assert resolve_span(since=phrase, now=NOW) == (start, None)
+
+
 # --- errors -----------------------------------------------------------------------------
 
 
@@ -234,6 +258,10 @@ def test_the_parts_of_a_day_run_the_hours_of_the_spec_and_lunch_and_tonight_thei
         "tues\nday",
         "2026-02-30",
         "2026-09-01 24:00",
+        "13pm",
+        "yesterday 0am",
+        "tuesday 3",
+        "25:00",
         "654321 w",
         "99999999999999999999999 d",
     ],
