@@ -39,7 +39,7 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	$(PY) -m capture.wayland_protocols  # the wlroots protocol bindings (not in git)
 	touch $@
 
