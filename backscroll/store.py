@@ -29,6 +29,7 @@ from base.config import Config, config_from_dict, weakened
 from base.errors import (
     BackscrollError,
     ConfigError,
+    DecryptionError,
     DiskFullError,
     LockedError,
     is_disk_full,
@@ -37,7 +38,15 @@ from base.fs import ensure_dir, private_umask, sweep_temporaries, write_atomic
 from base.home import Layout, resolve_home
 from base.processes import pid_alive
 from eventlog.contract import EventLog
-from eventlog.events import FRAME_TYPE, TYPE_CODES, ConfigChanged, Event, KeyCreated, Origin
+from eventlog.events import (
+    FRAME_TYPE,
+    TYPE_CODES,
+    ConfigChanged,
+    Event,
+    FrameCaptured,
+    KeyCreated,
+    Origin,
+)
 from eventlog.log import Log
 from projector.state import State
 from query.views import ViewReader
@@ -119,7 +128,25 @@ class MemoryStore:
         self._writer("write the views")
         from projector.runner import Projector
 
-        return Projector(self.home, self.log)
+        return Projector(self.home, self.log, self._text_of, self._meaning_key)
+
+    def _meaning_key(self) -> tuple[FrameCrypto | None, bool]:
+        """The meaning view's cipher, and whether its new files are sealed: as frames' text is."""
+        crypto = self.crypto
+        return crypto, crypto is not None and self.config.encrypt_text
+
+    def _text_of(self, frame: FrameCaptured) -> str | None:
+        """A frame's text for the meaning view: decrypted where it is encrypted (None where
+        the key is not available or it does not open)."""
+        if not frame.encrypted:
+            return frame.text
+        crypto = self.crypto
+        if crypto is None:
+            return None
+        try:
+            return crypto.decrypt_text(frame.frame_id, frame.ciphertext)
+        except DecryptionError:
+            return None
 
     def refresh(self, progress: Progress | None = None) -> None:
         """Catch the views up with the log, unless another process is doing so."""
@@ -136,6 +163,22 @@ class MemoryStore:
             if not is_disk_full(exc) and not isinstance(exc, DiskFullError):
                 raise
             self._read_as_they_are("the disk is full: they catch up once there is room")
+
+    def embed(self, progress: Progress | None = None) -> int:
+        """Catch the meaning view up with the words view (``import``, ``reindex``), unless the
+        config turns it off, its model is not installed or another process holds the views
+        (the daemon embeds in the background). Returns the frames embedded; Ctrl-C keeps the
+        batches done, and the daemon resumes from there."""
+        self._writer("embed frames")
+        from projector import embedder
+
+        if not self.config.meaning or not embedder.available():
+            return 0
+        try:
+            with self.projector() as projector:
+                return projector.embed_all(embedder.embedder(), progress)
+        except LockedError:
+            return 0
 
     def _read_as_they_are(self, why: str) -> None:
         state = self.views.state()
