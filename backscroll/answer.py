@@ -88,7 +88,9 @@ def search(store: MemoryStore, request: SearchRequest) -> Reply[SearchAnswer]:
 
     start, end = time_span(request.since, request.until)
     app, query = request.app, request.query
-    moments = store.moments(query, start=start, end=end, app=app, limit=request.limit)
+    moments = store.moments(
+        query, start=start, end=end, app=app, limit=request.limit, by=request.by
+    )
     exact = bool(moments) and not (moments[0].hit.near_miss or moments[0].hit.fuzzy)
     why = None if exact else store.why_empty(start, end, app)
     answer = SearchAnswer(
@@ -100,8 +102,12 @@ def search(store: MemoryStore, request: SearchRequest) -> Reply[SearchAnswer]:
         matches=[Match.of_moment(m) for m in moments],
         why_empty=why,
         incomplete="; ".join(filter(None, [moments.incomplete, store.views.incomplete()])) or None,
+        meaning_behind=moments.meaning_note,
     )
-    return Reply(answer, _noted(search_text(query, moments, start, end, app, why), answer))
+    text = search_text(query, moments, start, end, app, why)
+    if moments.meaning_note:
+        text += f"\nnote: {moments.meaning_note}"
+    return Reply(answer, _noted(text, answer))
 
 
 def timeline(store: MemoryStore, request: TimelineRequest) -> Reply[TimelineAnswer]:
@@ -289,6 +295,12 @@ def import_frames(
     from backscroll.importer import import_frames as import_
 
     return import_(store, lines, skip_bad=request.skip_bad, progress=progress)
+
+
+def embed(store: MemoryStore, progress: Callable[[int, int], None] | None = None) -> int:
+    """The meaning view caught up after an import or a reindex (``MemoryStore.embed``): the
+    frames embedded. Interrupted, it keeps what it did and the daemon does the rest."""
+    return store.embed(progress)
 
 
 def reindex(

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from backscroll.crypto import FrameCrypto
     from backscroll.stats import Stats
     from projector.runner import Progress, Projector
+    from query.meaning import By, Meaning
     from query.moments import Moments
     from query.search import Hit, Searcher
 
@@ -102,6 +103,7 @@ class MemoryStore:
         """Why the views trail the log by ``lag`` events (a daemon catching up, a full disk)."""
         self._crypto: FrameCrypto | None = None
         self._crypto_read = self._crypto_ensured = False
+        self._meaning_view: Meaning | None = None
         self.config_problem: str | None = None
         """A hand edit of config.json that is refused, or not taken in yet."""
         if not write:
@@ -263,9 +265,24 @@ class MemoryStore:
         # search needs no key: the key store is not asked (for the keyring: its import,
         # ~50 ms, and a call to the Secret Service, on every search).
         crypto = self.crypto if self.state().totals().encrypted_text else None
+        meaning = self._meaning(crypto)
         if crypto is None:
-            return Searcher(self.views)
-        return Searcher(self.views, crypto.decrypt_text, crypto.blind_token)
+            return Searcher(self.views, meaning=meaning)
+        return Searcher(self.views, crypto.decrypt_text, crypto.blind_token, meaning)
+
+    def _meaning(self, crypto: FrameCrypto | None) -> Meaning | None:
+        """Search by meaning, kept with its loaded months (a long-lived reader: the MCP
+        server); None where the config turns it off or its model is not installed."""
+        from projector import embedder
+
+        if not self.config.meaning or not embedder.available():
+            return None
+        if self._meaning_view is None or self._meaning_view.view.cipher is not crypto:
+            from projector.vectors import MeaningView
+            from query.meaning import Meaning
+
+            self._meaning_view = Meaning(MeaningView(self.layout.views / "meaning", crypto))
+        return self._meaning_view
 
     def search(
         self,
@@ -276,12 +293,15 @@ class MemoryStore:
         app: str | None = None,
         limit: int = 15,
         fuzzy: bool = True,
+        by: By = "both",
     ) -> list[Hit]:
-        """Best first; ``fuzzy=False`` never lets a word match one edit away (``Hit.fuzzy``)
-        when no frame has every term exactly."""
+        """Best first, the words fused with the meaning (``by``: one alone); ``fuzzy=False``
+        never lets a word match one edit away (``Hit.fuzzy``) when no frame has every term
+        exactly."""
         from query.search import TimeSpan
 
-        return self.searcher().search(query, TimeSpan(start, end), app, limit, fuzzy=fuzzy)
+        searcher = self.searcher()
+        return searcher.search(query, TimeSpan(start, end), app, limit, fuzzy=fuzzy, by=by)
 
     def moments(
         self,
@@ -291,13 +311,14 @@ class MemoryStore:
         end: datetime | None = None,
         app: str | None = None,
         limit: int = 15,
+        by: By = "both",
     ) -> Moments:
         """``search``, near-duplicate frames of one window grouped: ``limit`` moments, or
         fewer with ``Moments.incomplete`` saying why where more frames matched."""
         from query.moments import search_moments
         from query.search import TimeSpan
 
-        return search_moments(self.searcher(), query, TimeSpan(start, end), app, limit)
+        return search_moments(self.searcher(), query, TimeSpan(start, end), app, limit, by)
 
     def timeline(
         self,

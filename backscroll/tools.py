@@ -149,6 +149,9 @@ class MemoryTool(_Tool):
             Meta(description=f"Frame id (show), 0..{MAX_FRAME_ID}, from search or timeline"),
         ] = None
         include_image: Annotated[bool, Meta(description=f"show: {contract.INCLUDE_IMAGE}")] = True
+        by: Annotated[
+            Literal["both", "words", "meaning"], Meta(description=f"search: {contract.SEARCH_BY}")
+        ] = "both"
 
     async def execute(self, ctx: object, params: MemoryTool.Params) -> ToolResult:
         handlers = {

@@ -69,6 +69,7 @@ class MeaningWriter:
         self._rows: dict[str, int] = {}
         self._doomed: list[str] = []
         """Chunks the manifest no longer names, removed once it is saved."""
+        self._remove_unnamed()  # a crash's orphans, or a damaged manifest's whole view
 
     # -- catching up -----------------------------------------------------------------------
 

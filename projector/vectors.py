@@ -49,7 +49,7 @@ SCALE = 127.0
 # A meaning match below this cosine is no hit: 0.30 sat between the paraphrases' own screens
 # (median 0.46 on bench/meaning.py's questions) and the best unrelated screen of a question
 # whose screen was not in the store (median 0.22).
-CUTOFF = 0.30
+CUTOFF = 0.25
 
 
 class ViewCipher(Protocol):

@@ -52,3 +52,11 @@ KIND = (
 SOURCE = "JSON Lines: ts, app, title, text."
 SKIP_BAD = "Go on past malformed lines."
 VIEWS_ONLY = "Only rebuild the views from the log."
+SEARCH_BY = (
+    "How to find: both (the words, fused with what the screens were about), words (every word, "
+    "as typed), or meaning (what the screens were about)."
+)
+NO_MEANING = (
+    "Return once the frames are searchable by their words, and leave embedding them for "
+    "search by meaning to the daemon."
+)
