@@ -38,6 +38,7 @@ def collect(store: MemoryStore) -> Status:
     daemon = _daemon_state(store.home, stopped)
     backend, abilities = _backend(daemon, config.capture_backend)
     shared = {name: getattr(counts, name) for name in Counts.__struct_fields__}
+    meaning_frames, meaning = _meaning(store, totals.frames)
     return Status(
         **shared,
         daemon=daemon,
@@ -69,7 +70,26 @@ def collect(store: MemoryStore) -> Status:
         deletions_stuck=[stuck(d) for d in state.stuck_deletions()],
         backend=backend,
         abilities=abilities,
+        meaning_frames=meaning_frames,
+        meaning=meaning,
     )
+
+
+def _meaning(store: MemoryStore, frames: int) -> tuple[int, str]:
+    """Frames embedded and the status line, read from the view's manifest: the model is not
+    loaded for it."""
+    from projector.embedder import available
+    from projector.vectors import Manifest
+
+    if not store.config.meaning:
+        return 0, "off (config.json: meaning false)"
+    if not available():
+        return 0, "off: its model is not installed (make install)"
+    done = min(Manifest.load(store.layout.views / "meaning").frames, frames)
+    line = f"{done:,} of {frames:,} frames embedded"
+    if done < frames:
+        line += " (the daemon, an import or a reindex embeds the rest)"
+    return done, line
 
 
 def render(info: Status) -> str:
@@ -112,6 +132,7 @@ def render(info: Status) -> str:
         f"  deny list: {', '.join(info.deny_apps)}",
         f"  hotkey:    {info.pause_hotkey or 'off'}{_hotkey_note(daemon)}",
         f"  search:    Tantivy{_lag(info.views_lag, info.views_behind_why)}",
+        f"  meaning:   {info.meaning}",
     ]
     if not info.encryption_available:
         lines.append(

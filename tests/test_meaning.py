@@ -249,3 +249,16 @@ def test_a_search_by_meaning_opens_no_network_socket(backscroll_home: Path, tmp_
     assert "Lufthansa" in done.stdout  # it did search by meaning
     calls = [line for line in log.read_text().splitlines() if "AF_INET" in line]
     assert calls == []
+
+
+def test_status_shows_the_backlog_without_loading_the_model(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    embedded()
+    populate([{"ts": ago(50), "app": "Mail", "title": "Receipt", "text": "Your receipt 981"}])
+    code, out, _ = run(capsys, "status", "--json")
+    shown = json.loads(out)
+    assert code == 0 and shown["meaning_frames"] == 3
+    assert shown["meaning"].startswith("3 of 4 frames embedded")
+    code, out, _ = run(capsys, "status")
+    assert "meaning:   3 of 4 frames embedded" in out

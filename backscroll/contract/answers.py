@@ -240,6 +240,11 @@ class Status(Counts, Answer, kw_only=True, tag="status"):
     deletions_stuck: list[str] = []
     """A line for each deletion whose purge could not complete: its frames hidden, what
     stops it and the command that finishes it."""
+    meaning_frames: int = 0
+    """Frames the meaning view has embedded (of ``frames``)."""
+    meaning: str = ""
+    """Search by meaning as a line: its backlog ("41,200 of 120,000 frames embedded …"), or
+    why it is off."""
 
 
 class AuditEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
