@@ -199,13 +199,19 @@ class MeaningWriter:
     def _month_keys(self, month: str) -> dict[bytes, int]:
         keys = self._keys.get(month)
         if keys is None:
-            keys = self._keys[month] = {}
             rows = 0
-            for name in self.manifest.months.get(month, []):
-                chunk = read_chunk(self.root, name, self.cipher)
-                for key in chunk.keys:
-                    keys[key] = rows
-                    rows += 1
+            found: dict[bytes, int] = {}
+            try:
+                for name in self.manifest.months.get(month, []):
+                    for key in read_chunk(self.root, name, self.cipher).keys:
+                        found[key] = rows
+                        rows += 1
+            except (DecryptionError, FileNotFoundError):
+                # A chunk damaged or sealed with a key not at hand: the month's vectors go,
+                # and its frames are found by their words until a reindex embeds them again.
+                self._drop(month)
+                found, rows = {}, 0
+            keys = self._keys[month] = found
             self._rows[month] = rows
         return keys
 

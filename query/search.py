@@ -154,6 +154,18 @@ class Searcher:
             return words
         self.meaning_note = self._behind()
         near = self._by_meaning(query, span, app, limit)
+        if self.meaning.view.unreadable:
+            why = min(self.meaning.view.unreadable.values())
+            self.incomplete = "; ".join(
+                filter(
+                    None,
+                    [
+                        self.incomplete,
+                        f"the meaning view does not read ({why}): its month was searched by "
+                        "words alone; `backscroll reindex --views-only` rebuilds it",
+                    ],
+                )
+            )
         if by == "meaning" or not words:
             return near
         found = {each.hit.id: each for each in near}

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import random
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -262,3 +265,85 @@ def test_status_shows_the_backlog_without_loading_the_model(
     assert shown["meaning"].startswith("3 of 4 frames embedded")
     code, out, _ = run(capsys, "status")
     assert "meaning:   3 of 4 frames embedded" in out
+
+
+def test_verify_reads_the_meaning_view_and_finds_vectors_of_frames_gone_from_the_log(
+    backscroll_home: Path,
+) -> None:
+    import msgspec
+
+    from backscroll.verify import verify_store
+    from projector.vectors import PLAIN, Chunk
+
+    embedded()
+    with MemoryStore() as store:
+        assert verify_store(store) == []
+    view = backscroll_home / "views" / "meaning"
+    manifest = Manifest.load(view)
+    stray = Chunk([999_999], [0], [[]], [[]], [], b"")
+    (view / "2026-01.000099.vec").write_bytes(PLAIN + msgspec.msgpack.encode(stray))
+    manifest.months.setdefault("2026-01", []).append("2026-01.000099.vec")
+    (view / "manifest.json").write_bytes(msgspec.json.encode(manifest))
+    with MemoryStore() as store:
+        (problem,) = verify_store(store)
+    assert "no longer has (#999999)" in problem and "reindex" in problem
+
+
+EMBED = """
+import sys
+from backscroll.store import MemoryStore
+with MemoryStore(sys.argv[1], write=True) as store:
+    store.embed()
+"""
+
+
+@pytest.mark.slow
+def test_embedding_killed_at_any_moment_resumes_consistent(backscroll_home: Path) -> None:
+    """SIGKILL while batches commit: the next writer finds every chunk the manifest names,
+    no orphan, and embeds exactly what is left."""
+    from backscroll.verify import verify_store
+
+    texts = [BILL, FLIGHT, CODE]
+    populate(
+        [
+            {
+                "ts": ago(500 - i),
+                "app": f"App{i % 7}",
+                "title": f"w{i}",
+                "text": f"{i} {texts[i % 3]}",
+            }
+            for i in range(240)
+        ]
+    )
+    rng = random.Random(3)
+    for _ in range(6):
+        child = subprocess.Popen([sys.executable, "-c", EMBED, str(backscroll_home)])
+        time.sleep(rng.uniform(1.0, 6.0))
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    view = backscroll_home / "views" / "meaning"
+    with MemoryStore(write=True) as store:
+        store.embed()
+        manifest = Manifest.load(view)
+        named = {n for names in manifest.months.values() for n in names}
+        assert {p.name for p in view.glob("*.vec")} == named
+        assert manifest.frames == 240
+        ids = [i for n in named for i in _chunk(view / n).ids]
+        assert sorted(ids) == sorted(set(ids))  # no frame embedded twice
+        assert verify_store(store) == []
+
+
+def test_a_damaged_chunk_is_said_by_search_and_dropped_by_the_next_writer(
+    backscroll_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    embedded()
+    view = backscroll_home / "views" / "meaning"
+    (chunk,) = view.glob("*.vec")
+    chunk.write_bytes(b"P" + b"\xff" * 40)
+    found = search(capsys, FREIGHT)
+    assert "meaning view does not read" in found["incomplete"]
+    populate([{"ts": ago(5), "app": "Mail", "title": "Receipt", "text": "Your receipt 981"}])
+    with MemoryStore(write=True) as store:
+        store.embed()
+    assert Manifest.load(view).frames == 1  # the damaged month's vectors went with it
+    assert search(capsys, FREIGHT)["incomplete"] is None
