@@ -54,9 +54,12 @@ from query.views import ViewReader
 # What only a writer, a search or ``status`` uses is imported where it is used: a command
 # loads what its answer needs (the views' writer, the search engine, the disk walk).
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from backscroll.crypto import FrameCrypto
     from backscroll.stats import Stats
     from projector.runner import Progress, Projector
+    from projector.vectors import MeaningView
     from query.meaning import By, Meaning
     from query.moments import Moments
     from query.search import Hit, Searcher
@@ -65,6 +68,9 @@ CONTROL_TYPES = frozenset(TYPE_CODES.values()) - {FRAME_TYPE}
 CONFIG_TYPES = frozenset({TYPE_CODES[ConfigChanged]})
 CONFIG_FILE = "config.json"
 CONFIG_HASH = "config.sha256"
+
+
+_MEANING_VIEWS: dict[Path, MeaningView] = {}
 
 
 class ConfigEdit(NamedTuple):
@@ -277,11 +283,18 @@ class MemoryStore:
 
         if not self.config.meaning or not embedder.available():
             return None
-        if self._meaning_view is None or self._meaning_view.view.cipher is not crypto:
+        if self._meaning_view is None:
             from projector.vectors import MeaningView
             from query.meaning import Meaning
 
-            self._meaning_view = Meaning(MeaningView(self.layout.views / "meaning", crypto))
+            root = self.layout.views / "meaning"
+            # One per home and process: an agent's server opens a store for each call, and
+            # the months it has read stay loaded (the model is the process's already).
+            view = _MEANING_VIEWS.get(root)
+            if view is None:
+                view = _MEANING_VIEWS[root] = MeaningView(root, crypto)
+            view.cipher = crypto
+            self._meaning_view = Meaning(view)
         return self._meaning_view
 
     def search(

@@ -164,6 +164,11 @@ class MeaningView:
 
         manifest = self.manifest()
         self.unreadable = {}
+        for month, held in list(self._months.items()):
+            # A month deleted or rewritten (a deletion's purge) leaves memory at once: a
+            # long-lived reader must not keep deleted frames' vectors.
+            if tuple(manifest.months.get(month, ())) != held.names:
+                del self._months[month]
         out: list[MeaningHit] = []
         for month in sorted(manifest.months):
             if (first and month < first) or (last and month > last):

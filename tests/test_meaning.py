@@ -347,3 +347,17 @@ def test_a_damaged_chunk_is_said_by_search_and_dropped_by_the_next_writer(
         store.embed()
     assert Manifest.load(view).frames == 1  # the damaged month's vectors went with it
     assert search(capsys, FREIGHT)["incomplete"] is None
+
+
+def test_a_long_lived_reader_lets_go_of_a_deleted_frames_vectors(backscroll_home: Path) -> None:
+    from projector.vectors import MeaningView
+
+    embedded()
+    view = MeaningView(backscroll_home / "views" / "meaning")
+    question = model.embedder().query(TRIP)
+    assert view.search(question, None, None, None, None)
+    with MemoryStore(write=True) as store:
+        delete(store, app="Firefox")
+    assert all(h.frame_id != 2 for h in view.search(question, None, None, None, None))
+    held = [int(i) for month in view._months.values() for i in month.ids]
+    assert 2 not in held and len(held) == 2
