@@ -46,9 +46,11 @@ __all__ = [
 MANIFEST = "manifest.json"
 PLAIN, SEALED = b"P", b"E"
 SCALE = 127.0
-# A meaning match below this cosine is no hit: 0.30 sat between the paraphrases' own screens
-# (median 0.46 on bench/meaning.py's questions) and the best unrelated screen of a question
-# whose screen was not in the store (median 0.22).
+# A meaning match below this cosine is no hit. 0.25: on bench/meaning.py's hand-written
+# screens, a paraphrase's own screen scored a median of 0.28 (0.11-0.55), and where it
+# scored lower, the best other screen 0.17-0.24; a question about nothing on them (a cake
+# recipe, in tests/test_meaning.py) 0.03. Higher cut the paraphrases found; lower let
+# unrelated screens answer an off-topic question.
 CUTOFF = 0.25
 
 
