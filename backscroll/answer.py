@@ -103,7 +103,7 @@ def search(store: MemoryStore, request: SearchRequest) -> Reply[SearchAnswer]:
     from query.render import search_text
 
     app, query = request.app, request.query
-    asked = paging.asked(query, request.since, request.until, app)
+    asked = paging.asked(query, request.since, request.until, app, request.by)
     if request.cursor is not None:
         page = paging.decode(paging.SearchCursor, request.cursor, asked, "search")
         (start, end), upto, shown = page.span(), page.upto_id, page.shown
@@ -112,7 +112,13 @@ def search(store: MemoryStore, request: SearchRequest) -> Reply[SearchAnswer]:
         upto, shown = store.snapshot_id(), 0
     # One more than shown: whether there is a next page.
     ranked = store.moments(
-        query, start=start, end=end, app=app, limit=shown + request.limit + 1, upto_id=upto
+        query,
+        start=start,
+        end=end,
+        app=app,
+        limit=shown + request.limit + 1,
+        upto_id=upto,
+        by=request.by,
     )
     moments = ranked[shown : shown + request.limit]
     exact = bool(ranked) and not (ranked[0].hit.near_miss or ranked[0].hit.fuzzy)
@@ -131,8 +137,12 @@ def search(store: MemoryStore, request: SearchRequest) -> Reply[SearchAnswer]:
         why_empty=why,
         incomplete="; ".join(filter(None, [ranked.incomplete, store.views.incomplete()])) or None,
         next_cursor=paging.encode(cursor) if more else None,
+        meaning_behind=ranked.meaning_note,
     )
-    return Reply(answer, _noted(search_text(query, moments, start, end, app, why), answer))
+    text = search_text(query, moments, start, end, app, why)
+    if ranked.meaning_note:
+        text += f"\nnote: {ranked.meaning_note}"
+    return Reply(answer, _noted(text, answer))
 
 
 def timeline(store: MemoryStore, request: TimelineRequest) -> Reply[TimelineAnswer]:
@@ -385,6 +395,12 @@ def import_frames(
     from backscroll.importer import import_frames as import_
 
     return import_(store, lines, skip_bad=request.skip_bad, progress=progress)
+
+
+def embed(store: MemoryStore, progress: Callable[[int, int], None] | None = None) -> int:
+    """The meaning view caught up after an import or a reindex (``MemoryStore.embed``): the
+    frames embedded. Interrupted, it keeps what it did and the daemon does the rest."""
+    return store.embed(progress)
 
 
 def reindex(

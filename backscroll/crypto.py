@@ -57,6 +57,8 @@ the frames before it over 10,000 frames of the corpus (10 within each batch of 1
 _TEXT_LABEL = b"backscroll text v1"
 _THUMB_LABEL = b"backscroll thumb v1"
 _BLIND_LABEL = b"backscroll blind v1"
+_MEANING_LABEL = b"backscroll meaning v1"
+_PASSAGE_LABEL = b"backscroll passage v1"
 
 _MAX_FRAME_ID = 2**64 - 1
 
@@ -80,6 +82,10 @@ class FrameCrypto:
         # HMAC state keyed once and copied per word: skips re-keying, ~1 µs a word instead
         # of ~1.6 µs.
         self._blind = hmac.new(_derive(master_key, _BLIND_LABEL), digestmod=hashlib.sha256)
+        # The meaning view's files and the keys of its passages (projector.vectors.ViewCipher):
+        # a vector is text in another form, and a plain hash of a passage would confirm a guess.
+        self._meaning = _derive(master_key, _MEANING_LABEL)
+        self._passage = hmac.new(_derive(master_key, _PASSAGE_LABEL), digestmod=hashlib.sha256)
         # zstd contexts are reused (2 µs a 2 KB text against 10 µs for a fresh one) but are
         # not thread-safe, hence one pair per thread.
         self._zstd = threading.local()
@@ -166,6 +172,27 @@ class FrameCrypto:
         mac.update(word.encode("utf-8"))
         return mac.digest()[:BLIND_TOKEN_BYTES]
 
+    # -- the meaning view ---------------------------------------------------------------
+
+    def seal_view(self, name: str, data: bytes) -> bytes:
+        """A file of the meaning view, sealed under its name: a file renamed or swapped for
+        another fails to open."""
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        return _seal(AESGCM(self._meaning), _view_data(name), data)
+
+    def open_view(self, name: str, blob: bytes) -> bytes:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        return _open(AESGCM(self._meaning), _view_data(name), blob, 0, f"view file {name}")
+
+    def passage_key(self, text: str) -> bytes:
+        """The key a passage's vector is kept under: equal passages, equal keys; keyed, so the
+        key confirms no guess of the text without the store's key."""
+        mac = self._passage.copy()
+        mac.update(text.encode("utf-8"))
+        return mac.digest()[:16]
+
     # -- per-thread zstd contexts -------------------------------------------------------
 
     def _compressor(self) -> zstandard.ZstdCompressor:
@@ -206,6 +233,10 @@ def _memory_data(memory_id: str, version: int) -> bytes:
     return (
         bytes((FORMAT_VERSION,)) + b"backscroll/memory/" + name + b"/" + version.to_bytes(8, "big")
     )
+
+
+def _view_data(name: str) -> bytes:
+    return bytes((FORMAT_VERSION,)) + b"backscroll/meaning/" + name.encode("utf-8")
 
 
 def _seal(aead: AESGCM, associated_data: bytes, plaintext: bytes) -> bytes:

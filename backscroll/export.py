@@ -163,7 +163,11 @@ def select(
     frames = max(1, store.state().totals().frames)
     bound = min(limit, frames) if limit else frames
     if query:
-        hits = store.search(query, start=start, end=end, app=app, limit=bound, fuzzy=False)
+        # By the words alone: an export takes exactly the frames that hold them, never every
+        # frame near in meaning.
+        hits = store.search(
+            query, start=start, end=end, app=app, limit=bound, fuzzy=False, by="words"
+        )
         return [hit for hit in hits if not hit.near_miss]
     return store.timeline(start=start, end=end, app=app, limit=bound)
 

@@ -1,5 +1,6 @@
 """The daemon's projector thread: the views follow the log, and while it is idle, a hand
-edit of the config is taken, a requested reindex runs, and housekeeping runs hourly."""
+edit of the config is taken, a requested reindex runs, and housekeeping runs hourly; beside
+it, the embedding thread (``meaning_thread``) brings the meaning view along."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 from collections.abc import Callable
 
 from backscroll.housekeeping import housekeep
+from backscroll.meaning_thread import MeaningThread
 from backscroll.reindex import run_requested
 from backscroll.store import CONFIG_FILE, MemoryStore
 from base.config import Config
@@ -49,6 +51,7 @@ class ProjectorThread:
 
     def _follow(self) -> None:
         with self.store.projector() as projector:
+            meaning = MeaningThread(projector, self.config)
 
             def idle() -> None:
                 self.store.take_config_edit()
@@ -56,5 +59,10 @@ class ProjectorThread:
                 if time.monotonic() >= self._next_housekeeping:
                     housekeep(self.store, projector, self.config())
                     self._next_housekeeping = time.monotonic() + HOUSEKEEPING_SECONDS
+                meaning.wake.set()  # the words are caught up: embed what is new
 
-            projector.follow(self.stop_event, idle, also=[self.store.home / CONFIG_FILE])
+            meaning.start()
+            try:
+                projector.follow(self.stop_event, idle, also=[self.store.home / CONFIG_FILE])
+            finally:
+                meaning.close()

@@ -40,6 +40,7 @@ def collect(store: MemoryStore) -> Status:
     backend, abilities = _backend(daemon, config.capture_backend)
     memories, proposed, due = Keeper(store).counts()
     shared = {name: getattr(counts, name) for name in Counts.__struct_fields__}
+    meaning_frames, meaning = _meaning(store, totals.frames)
     return Status(
         **shared,
         daemon=daemon,
@@ -74,7 +75,26 @@ def collect(store: MemoryStore) -> Status:
         memories=memories,
         memories_proposed=proposed,
         intentions_due=due,
+        meaning_frames=meaning_frames,
+        meaning=meaning,
     )
+
+
+def _meaning(store: MemoryStore, frames: int) -> tuple[int, str]:
+    """Frames embedded and the status line, read from the view's manifest: the model is not
+    loaded for it."""
+    from projector.embedder import available
+    from projector.vectors import Manifest
+
+    if not store.config.meaning:
+        return 0, "off (config.json: meaning false)"
+    if not available():
+        return 0, "off: its model is not installed (make install)"
+    done = min(Manifest.load(store.layout.views / "meaning").frames, frames)
+    line = f"{done:,} of {frames:,} frames embedded"
+    if done < frames:
+        line += " (the daemon, an import or a reindex embeds the rest)"
+    return done, line
 
 
 def render(info: Status) -> str:
@@ -119,6 +139,7 @@ def render(info: Status) -> str:
         f"  search:    Tantivy{_lag(info.views_lag, info.views_behind_why)}",
         f"  kept:      {info.memories:,} memories, {info.memories_proposed:,} waiting for "
         f"review, {info.intentions_due:,} intentions due",
+        f"  meaning:   {info.meaning}",
     ]
     if not info.encryption_available:
         lines.append(

@@ -29,6 +29,7 @@ from base.config import Config, config_from_dict, weakened
 from base.errors import (
     BackscrollError,
     ConfigError,
+    DecryptionError,
     DiskFullError,
     LockedError,
     is_disk_full,
@@ -37,7 +38,15 @@ from base.fs import ensure_dir, private_umask, sweep_temporaries, write_atomic
 from base.home import Layout, resolve_home
 from base.processes import pid_alive
 from eventlog.contract import EventLog
-from eventlog.events import FRAME_TYPE, TYPE_CODES, ConfigChanged, Event, KeyCreated, Origin
+from eventlog.events import (
+    FRAME_TYPE,
+    TYPE_CODES,
+    ConfigChanged,
+    Event,
+    FrameCaptured,
+    KeyCreated,
+    Origin,
+)
 from eventlog.log import Log
 from projector.state import State
 from query.views import ViewReader
@@ -45,9 +54,13 @@ from query.views import ViewReader
 # What only a writer, a search or ``status`` uses is imported where it is used: a command
 # loads what its answer needs (the views' writer, the search engine, the disk walk).
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from backscroll.crypto import FrameCrypto
     from backscroll.stats import Stats
     from projector.runner import Progress, Projector
+    from projector.vectors import MeaningView
+    from query.meaning import By, Meaning
     from query.moments import Moments
     from query.search import Hit, Searcher
 
@@ -55,6 +68,9 @@ CONTROL_TYPES = frozenset(TYPE_CODES.values()) - {FRAME_TYPE}
 CONFIG_TYPES = frozenset({TYPE_CODES[ConfigChanged]})
 CONFIG_FILE = "config.json"
 CONFIG_HASH = "config.sha256"
+
+
+_MEANING_VIEWS: dict[Path, MeaningView] = {}
 
 
 class ConfigEdit(NamedTuple):
@@ -93,6 +109,7 @@ class MemoryStore:
         """Why the views trail the log by ``lag`` events (a daemon catching up, a full disk)."""
         self._crypto: FrameCrypto | None = None
         self._crypto_read = self._crypto_ensured = False
+        self._meaning_view: Meaning | None = None
         self.config_problem: str | None = None
         """A hand edit of config.json that is refused, or not taken in yet."""
         if not write:
@@ -119,7 +136,25 @@ class MemoryStore:
         self._writer("write the views")
         from projector.runner import Projector
 
-        return Projector(self.home, self.log)
+        return Projector(self.home, self.log, self._text_of, self._meaning_key)
+
+    def _meaning_key(self) -> tuple[FrameCrypto | None, bool]:
+        """The meaning view's cipher, and whether its new files are sealed: as frames' text is."""
+        crypto = self.crypto
+        return crypto, crypto is not None and self.config.encrypt_text
+
+    def _text_of(self, frame: FrameCaptured) -> str | None:
+        """A frame's text for the meaning view: decrypted where it is encrypted (None where
+        the key is not available or it does not open)."""
+        if not frame.encrypted:
+            return frame.text
+        crypto = self.crypto
+        if crypto is None:
+            return None
+        try:
+            return crypto.decrypt_text(frame.frame_id, frame.ciphertext)
+        except DecryptionError:
+            return None
 
     def refresh(self, progress: Progress | None = None) -> None:
         """Catch the views up with the log, unless another process is doing so."""
@@ -141,6 +176,22 @@ class MemoryStore:
         """A reader that stays open (the view's server) reads the log's end again: what the
         views trail it by, and the control events past them, as a reader opened now would."""
         self._read_as_they_are(self._why_behind())
+
+    def embed(self, progress: Progress | None = None) -> int:
+        """Catch the meaning view up with the words view (``import``, ``reindex``), unless the
+        config turns it off, its model is not installed or another process holds the views
+        (the daemon embeds in the background). Returns the frames embedded; Ctrl-C keeps the
+        batches done, and the daemon resumes from there."""
+        self._writer("embed frames")
+        from projector import embedder
+
+        if not self.config.meaning or not embedder.available():
+            return 0
+        try:
+            with self.projector() as projector:
+                return projector.embed_all(embedder.embedder(), progress)
+        except LockedError:
+            return 0
 
     def _read_as_they_are(self, why: str) -> None:
         state = self.views.state()
@@ -225,9 +276,31 @@ class MemoryStore:
         # search needs no key: the key store is not asked (for the keyring: its import,
         # ~50 ms, and a call to the Secret Service, on every search).
         crypto = self.crypto if self.state().totals().encrypted_text else None
+        meaning = self._meaning(crypto)
         if crypto is None:
-            return Searcher(self.views)
-        return Searcher(self.views, crypto.decrypt_text, crypto.blind_token)
+            return Searcher(self.views, meaning=meaning)
+        return Searcher(self.views, crypto.decrypt_text, crypto.blind_token, meaning)
+
+    def _meaning(self, crypto: FrameCrypto | None) -> Meaning | None:
+        """Search by meaning, kept with its loaded months (a long-lived reader: the MCP
+        server); None where the config turns it off or its model is not installed."""
+        from projector import embedder
+
+        if not self.config.meaning or not embedder.available():
+            return None
+        if self._meaning_view is None:
+            from projector.vectors import MeaningView
+            from query.meaning import Meaning
+
+            root = self.layout.views / "meaning"
+            # One per home and process: an agent's server opens a store for each call, and
+            # the months it has read stay loaded (the model is the process's already).
+            view = _MEANING_VIEWS.get(root)
+            if view is None:
+                view = _MEANING_VIEWS[root] = MeaningView(root, crypto)
+            view.cipher = crypto
+            self._meaning_view = Meaning(view)
+        return self._meaning_view
 
     def search(
         self,
@@ -238,12 +311,15 @@ class MemoryStore:
         app: str | None = None,
         limit: int = 15,
         fuzzy: bool = True,
+        by: By = "both",
     ) -> list[Hit]:
-        """Best first; ``fuzzy=False`` never lets a word match one edit away (``Hit.fuzzy``)
-        when no frame has every term exactly."""
+        """Best first, the words fused with the meaning (``by``: one alone); ``fuzzy=False``
+        never lets a word match one edit away (``Hit.fuzzy``) when no frame has every term
+        exactly."""
         from query.search import TimeSpan
 
-        return self.searcher().search(query, TimeSpan(start, end), app, limit, fuzzy=fuzzy)
+        searcher = self.searcher()
+        return searcher.search(query, TimeSpan(start, end), app, limit, fuzzy=fuzzy, by=by)
 
     def moments(
         self,
@@ -254,6 +330,7 @@ class MemoryStore:
         app: str | None = None,
         limit: int = 15,
         upto_id: int | None = None,
+        by: By = "both",
     ) -> Moments:
         """``search``, near-duplicate frames of one window grouped: ``limit`` moments, or
         fewer with ``Moments.incomplete`` saying why where more frames matched. ``upto_id``:
@@ -262,7 +339,7 @@ class MemoryStore:
         from query.search import TimeSpan
 
         span = TimeSpan(start, end, upto_id)
-        return search_moments(self.searcher(), query, span, app, limit)
+        return search_moments(self.searcher(), query, span, app, limit, by)
 
     def snapshot_id(self) -> int:
         """The last frame id the search view has committed (-1: none): every frame up to it

@@ -153,6 +153,9 @@ class MemoryTool(_Tool):
         ] = None
         include_image: Annotated[bool, Meta(description=f"show: {contract.INCLUDE_IMAGE}")] = True
         cursor: Cursor = None
+        by: Annotated[
+            Literal["both", "words", "meaning"], Meta(description=f"search: {contract.SEARCH_BY}")
+        ] = "both"
 
     async def execute(self, ctx: object, params: MemoryTool.Params) -> ToolResult:
         handlers = {

@@ -48,6 +48,7 @@ def verify_store(store: MemoryStore) -> list[str]:
     ]
     problems += [stuck(d) for d in state.stuck_deletions()]
     problems += verify_kept(store)
+    problems += _meaning_problems(store, {f.frame_id for f in frames}, tail)
     pending = state.pending_deletions()
     searcher = store.searcher()
     applied = min(state.position, manifest.position if manifest else -1)
@@ -70,6 +71,34 @@ def verify_store(store: MemoryStore) -> list[str]:
         for view, why in store.views.damaged.items()
         if not view.startswith("the search view of ")  # counted above, with its file
     ]
+    return problems
+
+
+def _meaning_problems(store: MemoryStore, in_log: set[int], tail: int) -> list[str]:
+    """The meaning view: its position, each chunk its manifest names read whole (opened with
+    the key when sealed), and no vector of a frame the log no longer holds (a deletion
+    leaves none behind)."""
+    from base.errors import DecryptionError
+    from projector.vectors import Manifest, read_chunk
+
+    root = store.layout.views / "meaning"
+    manifest = Manifest.load(root)
+    problems = []
+    if manifest.position > tail:
+        problems.append(f"meaning view position {manifest.position} is past the log tail {tail}")
+    for names in manifest.months.values():
+        for name in names:
+            try:
+                chunk = read_chunk(root, name, store.crypto)
+            except (DecryptionError, OSError) as exc:
+                problems.append(f"meaning view: {name} does not read ({exc}): {REBUILD}")
+                continue
+            gone = [i for i in chunk.ids if i not in in_log]
+            if gone:
+                problems.append(
+                    f"meaning view: {name} holds the vectors of {len(gone)} frame(s) the log "
+                    f"no longer has (#{gone[0]}): {REBUILD}"
+                )
     return problems
 
 

@@ -73,6 +73,9 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     redact: bool = True
     encrypt_thumbnails: bool = True
     encrypt_text: bool = False
+    meaning: bool = True
+    """Search by meaning: the daemon, ``import`` and ``reindex`` embed frames, and a search
+    fuses the words with what the frames were about (README: "Search by meaning")."""
     deny_apps: tuple[Annotated[str, msgspec.Meta(min_length=1, max_length=1024)], ...] = (
         DEFAULT_DENY
     )

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -36,8 +37,13 @@ from eventlog.log import Log
 from eventlog.segment import Problem, Record
 from projector.indexer import SearchWriter
 from projector.kept import KeptView
+from projector.meaning import FRAMES_PER_BATCH, Keying, MeaningWriter, TextOf
 from projector.schema import partition_of
 from projector.state import Deletion, FrameStats, State, matches
+from projector.vectors import ViewCipher
+
+if TYPE_CHECKING:
+    from projector.embedder import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -65,14 +71,37 @@ Progress = Callable[[int, int], None]
 """Called with (events done, events to do)."""
 
 
+def plain_text(frame: FrameCaptured) -> str | None:
+    """A frame's text where it is kept in plain; None for an encrypted frame."""
+    return None if frame.encrypted else frame.text
+
+
+def _no_key() -> tuple[ViewCipher | None, bool]:
+    return None, False
+
+
 class Projector:
-    def __init__(self, home: Path, log_: EventLog | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        log_: EventLog | None = None,
+        text_of: TextOf = plain_text,
+        keying: Keying | None = None,
+    ) -> None:
+        """``text_of`` and ``keying``: what the meaning view needs of the key (the text of
+        encrypted frames; its own files sealed when the store encrypts text)."""
         self.layout = Layout(home)
         ensure_dir(self.layout.views)
         self.log: EventLog = log_ or Log(self.layout.log)
         self._lock_fd = _try_lock(self.layout.views / "LOCK")
+        self.lock = threading.Lock()
+        """Held while the meaning view is written: its batches (the daemon's low-priority
+        thread) and the purges and rebuilds (the projector's) take turns."""
         try:
             self.search = SearchWriter(self.layout.search)
+            self.meaning = MeaningWriter(
+                self.layout.views / "meaning", self.log, text_of, keying or _no_key
+            )
             state = State.load(self.layout.views)
         except BaseException:
             # Opening the writer may repair a damaged month, and so fail (a full disk, a power
@@ -125,6 +154,24 @@ class Projector:
 
     def lag(self) -> int:
         return max(0, self.log.next_offset() - 1 - self.position)
+
+    def embed(self, embedder: Embedder, frames: int = FRAMES_PER_BATCH) -> tuple[int, int]:
+        """One batch of the meaning view (``MeaningWriter.step``) up to the words view."""
+        with self.lock:
+            return self.meaning.step(embedder, self.search.position, frames)
+
+    def embed_all(self, embedder: Embedder, progress: Progress | None = None) -> int:
+        """The meaning view caught up with the words view, batch by batch (Ctrl-C keeps the
+        batches done). Returns the frames embedded."""
+        total = self.state.totals().frames - self.meaning.manifest.frames
+        done = 0
+        while True:
+            embedded, read = self.embed(embedder)
+            if not read:
+                return done
+            done += embedded
+            if progress:
+                progress(done, max(total, done))
 
     # -- catching up -----------------------------------------------------------------------
 
@@ -345,6 +392,7 @@ class Projector:
             return
         self._commit(max(self.position, self._applied))
         stats = {m: FrameStats() for m in months}
+        keep: set[int] = set()
 
         def frames() -> Iterator[FrameCaptured]:
             for offset, event in self.log.read(types={FRAME_TYPE}):
@@ -354,9 +402,12 @@ class Projector:
                 month = partition_of(event.captured_us)
                 if month in stats:
                     stats[month].add(event)
+                    keep.add(event.frame_id)
                     yield event
 
         self.search.rebuild(frames(), months)
+        with self.lock:
+            self.meaning.rebuild_months(months, keep)
         for month in months:
             if stats[month].frames:
                 self.state.partitions[month] = stats[month]
@@ -406,6 +457,8 @@ class Projector:
                     yield event
 
         self.search.rebuild(frames())
+        with self.lock:
+            self.meaning.clear()  # embedded again from the log: reindex, or the daemon
         for problem in problems:
             if problem.offset is not None and not problem.segment:
                 state.skip(problem.offset, problem.message)

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
     import tantivy
 
+    from query.meaning import By
+
 __all__ = ["SIMILAR", "Moment", "Moments", "group", "search_moments"]
 
 # 0.65, measured by ``python -m bench.moments`` on 40-line views of the benchmark corpus's
@@ -82,6 +84,9 @@ class Moments(list[Moment]):
     frames with fewer than ``limit`` moments (a window seen thousands of times held every
     one of them, and other windows' matches rank below it), or ``Searcher.incomplete``."""
 
+    meaning_note: str | None = None
+    """``Searcher.meaning_note``: why some frames could be found by their words alone."""
+
 
 def search_moments(
     searcher: Searcher,
@@ -89,14 +94,16 @@ def search_moments(
     span: TimeSpan = TimeSpan(),
     app: str | None = None,
     limit: int = 15,
+    by: By = "both",
 ) -> Moments:
     """The best ``limit`` moments for ``query``: ``limit`` counts moments, not frames. Fewer
     only when no more frames match, or with ``incomplete`` saying why."""
     want = min(limit * FETCH, MOST_HITS)
     while True:
-        hits = searcher.search(query, span, app, want)
+        hits = searcher.search(query, span, app, want, by=by)
         found = Moments(group(searcher, hits)[:limit])
         found.incomplete = searcher.incomplete
+        found.meaning_note = searcher.meaning_note
         if len(found) >= limit or len(hits) < want:
             return found
         if want >= MOST_HITS:

@@ -33,11 +33,13 @@ from projector.state import Deletion, matches
 from query._fuzzy import forgivable, near_words
 from query._queries import TimeSpan, app_filter, filters, forgiving, matching, months, utc_us
 from query.parse import Term, parse_query
-from query.snippets import snippet
+from query.snippets import SNIPPET_CHARS, snippet
 from query.views import ViewReader
 
 if TYPE_CHECKING:
     import tantivy
+
+    from query.meaning import By, Meaning
 
 Decrypt = Callable[[int, bytes], str]
 Sealed = NewType("Sealed", bytes)
@@ -72,6 +74,11 @@ class Hit(msgspec.Struct, kw_only=True):
     """The address of the page a browser showed ("" for other windows)."""
     fuzzy: bool = False
     """Found with a word one edit away in OCR'd text: no frame had every term exactly."""
+    matched_by: tuple[str, ...] = ()
+    """How a search found it: "words" (every term exactly), "meaning", or both; () for a
+    near miss, a fuzzy hit and frames that no search found (timeline, show)."""
+    passage: str | None = None
+    """The passage of its text that matched by meaning, whitespace folded."""
 
 
 class Searcher:
@@ -80,12 +87,19 @@ class Searcher:
         views: ViewReader,
         decrypt: Decrypt | None = None,
         blind: Callable[[str], bytes] | None = None,
+        meaning: Meaning | None = None,
     ) -> None:
         self.views = views
         self.decrypt = decrypt
         self.blind = blind
+        self.meaning = meaning
+        """Search by meaning; None where it is off or its model is not installed."""
         self.incomplete: str | None = None
         """Why the last ``search`` may have left matching frames out; None when it did not."""
+        self.meaning_note: str | None = None
+        """Why the last ``search`` found by words alone what meaning might have found (the
+        meaning view is behind, or off); None when it did not."""
+        self._spans: dict[int, tuple[int, int]] = {}
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -97,14 +111,24 @@ class Searcher:
         limit: int = 15,
         *,
         fuzzy: bool = True,
+        by: By = "both",
     ) -> list[Hit]:
-        """Best first. When no frame has every term: the frames that have them with a word
-        one edit away in OCR'd text, newest first (``Hit.fuzzy``; not with ``fuzzy=False``),
-        else near misses with some of them (``Hit.near_miss``)."""
+        """Best first: the exact word matches fused with the frames by meaning
+        (``query.meaning``; ``by`` one of them alone). When neither finds a frame: the
+        frames that have every term with a word one edit away in OCR'd text, newest first
+        (``Hit.fuzzy``; not with ``fuzzy=False``), else near misses with some of them
+        (``Hit.near_miss``)."""
         _check_app(app)
         terms = parse_query(query)
-        self.incomplete = None
-        found = self._search(terms, span, app, limit, every=True)
+        self.incomplete = self.meaning_note = None
+        self._spans = {}
+        found = [] if by == "meaning" else self._search(terms, span, app, limit, every=True)
+        for each in found:
+            each.hit.matched_by = ("words",)
+        if by != "words":
+            found = self._with_meaning(found, query, span, app, limit, by)
+        if by == "meaning":
+            return [self._with_snippet(each, terms) for each in found]
         if not found and fuzzy and any(forgivable(t) for t in terms):
             found = self._forgiving(terms, span, app, limit)
             for each in found:
@@ -114,6 +138,100 @@ class Searcher:
             for each in found:
                 each.hit.near_miss = True
         return [self._with_snippet(each, terms) for each in found]
+
+    def _with_meaning(
+        self, words: list[_Found], query: str, span: TimeSpan, app: str | None, limit: int, by: By
+    ) -> list[_Found]:
+        """``words`` fused with the frames by meaning (``by`` "both"), or those alone."""
+        from query.meaning import fuse
+
+        if self.meaning is None:
+            if by == "meaning":
+                raise QueryError(
+                    "search by meaning is off (config: meaning false) or its model is not "
+                    "installed (make install)"
+                )
+            return words
+        self.meaning_note = self._behind()
+        near = self._by_meaning(query, span, app, limit)
+        if self.meaning.view.unreadable:
+            why = min(self.meaning.view.unreadable.values())
+            self.incomplete = "; ".join(
+                filter(
+                    None,
+                    [
+                        self.incomplete,
+                        f"the meaning view does not read ({why}): its month was searched by "
+                        "words alone; `backscroll reindex --views-only` rebuilds it",
+                    ],
+                )
+            )
+        if by == "meaning" or not words:
+            return near
+        found = {each.hit.id: each for each in near}
+        for each in words:
+            if each.hit.id in found:
+                each.hit.matched_by = ("words", "meaning")
+            found[each.hit.id] = each
+        out = []
+        for frame, score in fuse([w.hit.id for w in words], [n.hit.id for n in near])[:limit]:
+            found[frame].hit.score = score
+            out.append(found[frame])
+        return out
+
+    def _behind(self) -> str | None:
+        assert self.meaning is not None
+        done = self.meaning.view.manifest().frames
+        total = self.views.state().totals().frames
+        if done >= total:
+            return None
+        return (
+            f"the meaning view is behind ({done:,} of {total:,} frames embedded): the rest "
+            "are found by their words alone until the daemon (or an import, a reindex) "
+            "embeds them"
+        )
+
+    def _by_meaning(self, query: str, span: TimeSpan, app: str | None, limit: int) -> list[_Found]:
+        """The best ``limit`` visible frames by meaning in ``span`` and ``app``: the time and
+        app filters are the words' own (one Tantivy query on the candidates' ids), and a
+        tombstone not yet purged hides its frames here as there."""
+        import tantivy
+
+        assert self.meaning is not None
+        hits = self.meaning.hits(query, span)
+        indexes = self._indexes(span)
+        if not hits or not indexes:
+            return []
+        state = self.views.state()
+        pending = state.pending_deletions()
+        schema = indexes[0].schema
+        narrowed = filters(schema, span, app_filter(schema, app, state, span))
+        searchers = [_Month(index, index.searcher()) for index in indexes]
+        out: list[_Found] = []
+        at, want = 0, limit + 8
+        while at < len(hits) and len(out) < limit:
+            batch = {h.frame_id: h for h in hits[at : at + want]}
+            at, want = at + want, want * 4
+            must = tantivy.Occur.Must
+            parts = [(must, tantivy.Query.term_set_query(schema, "id", list(batch)))]
+            if narrowed is not None:
+                parts.append((must, narrowed))
+            tq = tantivy.Query.boolean_query(parts)
+            for month, found in zip(
+                searchers, self._each_month(searchers, tq, len(batch)), strict=True
+            ):
+                for _, address in found:
+                    each = self._doc(month, address, 0.0)
+                    if each is None or not self._visible(each.hit, app, pending):
+                        continue
+                    hit = batch.get(each.hit.id)
+                    if hit is None:
+                        continue
+                    each.hit.score, each.hit.matched_by = hit.score, ("meaning",)
+                    self._spans[each.hit.id] = hit.span
+                    out.append(each)
+        out.sort(key=lambda f: (-f.hit.score, -f.hit.id))
+        return out[:limit]
 
     def _search(
         self, terms: list[Term], span: TimeSpan, app: str | None, limit: int, *, every: bool
@@ -406,10 +524,19 @@ class Searcher:
 
     def _with_snippet(self, found: _Found, terms: list[Term]) -> Hit:
         text = self._text(found)
-        if found.hit.fuzzy:  # bracket what was found in place of what was asked
+        hit = found.hit
+        if hit.fuzzy:  # bracket what was found in place of what was asked
             terms = [*terms, *near_words(text, terms)]
-        found.hit.snippet = snippet(text, terms)
-        return found.hit
+        span = self._spans.get(hit.id)
+        if span is not None:
+            hit.passage = " ".join(text[span[0] : span[1]].split())
+        if span is not None and "words" not in hit.matched_by:
+            # Found by meaning alone: the words may be nowhere in it; show what matched.
+            cut = hit.passage or ""
+            hit.snippet = cut[:SNIPPET_CHARS] + (" …" if len(cut) > SNIPPET_CHARS else "")
+        else:
+            hit.snippet = snippet(text, terms)
+        return hit
 
 
 class _Month(NamedTuple):

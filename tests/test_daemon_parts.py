@@ -126,6 +126,32 @@ def test_the_projector_thread_makes_recorded_frames_searchable_until_it_is_stopp
     assert not thread.is_alive()
 
 
+def test_the_projector_thread_embeds_frames_in_the_background_after_their_words(
+    store: MemoryStore,
+) -> None:
+    from projector import embedder
+    from projector.vectors import Manifest
+
+    if not embedder.available():
+        pytest.skip("the meaning model is not installed")
+    stop = threading.Event()
+    thread = run_in_thread(ProjectorThread(store, lambda: store.config, stop, 0.1))
+    try:
+        Recorder(store).record(seen(), store.config)
+        view = store.home / "views" / "meaning"
+        wait_for(lambda: Manifest.load(view).frames == 1, "the frame embedded")
+        hits = wait_for(
+            lambda: store.search("a bill from the company that sold me a printer", by="meaning"),
+            "the frame found by meaning",
+        )
+        assert [hit.matched_by for hit in hits] == [("meaning",)]
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not thread.is_alive()
+    assert not [t for t in threading.enumerate() if t.name == "meaning"]
+
+
 def test_the_projector_thread_runs_housekeeping_past_the_retention(store: MemoryStore) -> None:
     recorder = Recorder(store)
     config = store.config.replace(retention_days=30)

@@ -92,6 +92,7 @@ def test_read_only_tools_are_listed_and_manage_is_absent_without_the_flag(home: 
         "id",
         "include_image",
         "cursor",
+        "by",
     ]
     assert schema["properties"]["limit"]["default"] == 15
     refused = run(call(build_server(home), "memory_manage", {"action": "resume"}))

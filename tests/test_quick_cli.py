@@ -48,6 +48,10 @@ LINES = [
     ["search", "refused", "--app", ""],
     ["search", "refused", "--app"],
     ["search", "refused", "--json=yes"],
+    ["search", "refused", "--words"],
+    ["search", "refused", "--meaning", "--json"],
+    ["search", "refused", "--words", "--meaning"],
+    ["search", "refused", "--words=yes"],
     ["search", "refused", "--query", "x"],
     ["search", "refused", "more"],
     ["search", "-refused"],
@@ -84,6 +88,7 @@ def test_a_command_line_answers_the_same_read_quickly_or_by_typer(
         ["status", "--json", "--home", "x"],
         ["search", "invoice", "--limit", " +2", "--app=", "--since", "monday"],
         ["search", "--until=now", "a b"],
+        ["search", "a", "--words", "--json"],
     ],
 )
 def test_plain_lines_of_status_and_search_are_read_quickly(line: list[str]) -> None:
@@ -102,6 +107,8 @@ def test_plain_lines_of_status_and_search_are_read_quickly(line: list[str]) -> N
         ["search", "a", "-l", "1"],
         ["search", "--", "-a"],
         ["search", "a\0b"],
+        ["search", "a", "--words", "--meaning"],
+        ["search", "a", "--words", "--words"],
     ],
 )
 def test_anything_else_is_left_to_typer(line: list[str]) -> None:
@@ -122,9 +129,13 @@ def test_the_typer_command_takes_what_the_quick_one_reads(name: str) -> None:
     request = getattr(contract, spec.request)
     fields = quick.kinds(request)
     defaults = {f.name: f.default for f in msgspec.structs.fields(request)}
-    assert set(fields) == set(defaults)  # every field can be given on a command line
+    flagged = {field for field, _ in spec.flags.values()}
+    assert set(fields) | flagged == set(defaults)  # every field can be given on a command line
     params = {param.name: param for param in command.params}
-    assert set(params) == {*fields, "home", "json"}
+    flags = {flag.removeprefix("--"): flag for flag in spec.flags}
+    assert set(params) == {*fields, *flags, "home", "json"}
+    for name, flag in flags.items():
+        assert params[name].opts == [flag] and params[name].is_flag, flag  # type: ignore[attr-defined]
     click_type = {int: types.INT, str: types.STRING}
     for field, kind in fields.items():
         param: Any = params[field]

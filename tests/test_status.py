@@ -36,7 +36,8 @@ STATUS_KEYS = [
     "interval_seconds", "redact", "key_problem", "key_weak", "deny_apps", "pause_hotkey",
     "search", "views_lag", "views_behind_why", "views_damaged", "config_problem",
     "config_weakened", "damage", "skipped_events", "backend", "abilities",
-    "deletions_stuck", "memories", "memories_proposed", "intentions_due",
+    "deletions_stuck", "memories", "memories_proposed", "intentions_due", "meaning_frames",
+    "meaning",
 ]  # fmt: skip
 # The spec's "Status fields" table, for `MemoryStore.stats()`.
 SPEC_STATS = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -13,6 +13,11 @@ from backscroll import contract
 from backscroll.cli._common import App, Home, Json, Since, ask, on_off, open_store
 from base.clock import now_us
 from base.errors import UsageError
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from backscroll.store import MemoryStore
 
 deny_app = typer.Typer(
     help="Apps and titles that are never recorded.",
@@ -256,6 +261,7 @@ def _clear_damaged(home: Path | None, yes: bool) -> None:
 def reindex(
     views_only: Annotated[bool, typer.Option("--views-only", help=contract.VIEWS_ONLY)] = False,
     yes: Annotated[bool, typer.Option("-y", "--yes", help="Do not ask for confirmation.")] = False,
+    no_meaning: Annotated[bool, typer.Option("--no-meaning", help=contract.NO_MEANING)] = False,
     home: Home = None,
 ) -> None:
     """Re-encrypt / decrypt / redact stored frames under the current config (or only rebuild
@@ -264,7 +270,7 @@ def reindex(
 
     from backscroll import answer
 
-    request = ask(contract.ReindexRequest, views_only=views_only)
+    request = ask(contract.ReindexRequest, views_only=views_only, no_meaning=no_meaning)
     if not request.views_only and not yes:
         typer.confirm("Rewrite every stored frame under the current config?", abort=True)
     with open_store(home, write=True, catch_up=False) as store, Progress(transient=True) as bar:
@@ -276,6 +282,8 @@ def reindex(
             bar.update(task, completed=done, total=total)
 
         counts = answer.reindex(store, request, step)
+        if not request.no_meaning:
+            _embed(store, bar)
     if request.views_only:
         typer.echo("views rebuilt")
     else:
@@ -297,6 +305,7 @@ def import_(
             "--passphrase-file", metavar="PF", help=contract.PASSPHRASE_FILE, show_default=False
         ),
     ] = None,
+    no_meaning: Annotated[bool, typer.Option("--no-meaning", help=contract.NO_MEANING)] = False,
     home: Home = None,
 ) -> None:
     """Append frames from JSON Lines (ts, app, title, text, text_source, image, url); or, with
@@ -310,7 +319,7 @@ def import_(
         return
     if source is None:
         raise UsageError("import needs FILE (JSON Lines; - for standard input) or --archive FILE")
-    request = ask(contract.ImportRequest, source=source, skip_bad=skip_bad)
+    request = ask(contract.ImportRequest, source=source, skip_bad=skip_bad, no_meaning=no_meaning)
     if request.source != "-" and not Path(request.source).is_file():
         raise UsageError(f"no such file: {request.source}")
     # Bytes that are not UTF-8 reach the parser as surrogates, which refuses their line.
@@ -324,6 +333,8 @@ def import_(
         result = answer.import_frames(
             store, request, stream, progress=lambda n: bar.update(task, completed=n)
         )
+        if not request.no_meaning:
+            _embed(store, bar)
     for line in result.skipped:
         typer.echo(f"skipped {line}", err=True)
     typer.echo(f"imported {result.imported} frame(s)")
@@ -365,3 +376,19 @@ def _import_archive(
         f"restored {result.events:,} event(s), {result.frames:,} frame(s) and "
         f"{result.thumbnails:,} thumbnail(s) into {result.home}"
     )
+
+
+def _embed(store: MemoryStore, bar: Progress) -> None:
+    """Build the meaning view before returning, with a progress bar; Ctrl-C leaves the rest to
+    the daemon, which resumes where this stopped."""
+    from backscroll import answer
+
+    task = bar.add_task("embedding for search by meaning (Ctrl-C: leave it to the daemon)")
+
+    def step(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    try:
+        answer.embed(store, step)
+    except KeyboardInterrupt:
+        typer.echo("search by meaning: the rest is left to the daemon", err=True)

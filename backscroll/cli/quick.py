@@ -3,7 +3,7 @@
 Importing typer with the click it vendors, and building the one command, cost about as much
 as Python's own start (``bench/startup.py``). A command line that names one of the commands
 below and holds nothing but its request's fields as ``--name value`` (or ``--name=value``),
-its arguments by position, ``--home`` and ``--json``, each at most once, is read here and
+its arguments by position, its flags, ``--home`` and ``--json``, each at most once, is read here and
 run by the same body the typer command runs (``backscroll.cli._run``). Anything else (help,
 ``--``, a value that starts with -, a number that is not one, an option given twice, a
 word of no option) is typer's to read and to word: ``command_for`` gives None.
@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import os
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from backscroll import contract
@@ -40,6 +41,9 @@ class Quick(NamedTuple):
     """The request's fields given by position, in order."""
     run: Callable[[Any, Path | None, bool], None]
     """The body: the request, ``--home`` and ``--json``."""
+    flags: Mapping[str, tuple[str, str]] = MappingProxyType({})
+    """Options without a value that each set a field to one of its values (``--words``:
+    ``by="words"``); two that set the same field are typer's to refuse."""
 
 
 def _status(_: Request, home: Path | None, json: bool) -> None:
@@ -47,7 +51,12 @@ def _status(_: Request, home: Path | None, json: bool) -> None:
 
 
 QUICK = {
-    "search": Quick("SearchRequest", ("query",), _run.search),
+    "search": Quick(
+        "SearchRequest",
+        ("query",),
+        _run.search,
+        {"--words": ("by", "words"), "--meaning": ("by", "meaning")},
+    ),
     "status": Quick("StatusRequest", (), _status),
 }
 
@@ -105,6 +114,12 @@ def command_for(args: Sequence[str]) -> Callable[[], None] | None:
         seen.add(name)
         if name == "--json" and not equals:
             json = True
+            continue
+        if name in quick.flags and not equals:
+            field, choice = quick.flags[name]
+            if field in given:
+                return None
+            given[field] = choice
             continue
         if name != "--home" and (name not in readable or names[name] in quick.arguments):
             return None

@@ -45,10 +45,19 @@ def search(
     app: App = None,
     limit: Annotated[int, typer.Option("--limit", help=contract.SEARCH_LIMIT)] = 15,
     cursor: Cursor = None,
+    words: Annotated[
+        bool, typer.Option("--words", help="Find by the words alone, as typed.")
+    ] = False,
+    meaning: Annotated[
+        bool, typer.Option("--meaning", help="Find by what the screens were about alone.")
+    ] = False,
     home: Home = None,
     json: Json = False,
 ) -> None:
-    """Search what was on screen, best first; a window's near-identical frames as one match."""
+    """Search what was on screen by its words and its meaning; near-identical frames as one."""
+    if words and meaning:  # a typo on the command line: typer's exit 2, as for any
+        raise typer.BadParameter("--words and --meaning each choose one way: give one, or neither")
+    by = "words" if words else "meaning" if meaning else "both"
     request = ask(
         contract.SearchRequest,
         query=query,
@@ -57,6 +66,7 @@ def search(
         app=app,
         limit=limit,
         cursor=cursor,
+        by=by,
     )
     _run.search(request, home, json)
 

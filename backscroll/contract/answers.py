@@ -85,6 +85,11 @@ class Match(Frame, kw_only=True):
     seen: list[Time]
     first_seen: Time
     last_seen: Time
+    matched_by: list[Literal["words", "meaning"]] = []
+    """How it was found: by every word of the query, by meaning, or both; empty for a near
+    miss or a match one letter off."""
+    passage: str | None = None
+    """The passage of its text that matched by meaning; None when it did not."""
 
     @classmethod
     def of_moment(cls, moment: Moment) -> Match:
@@ -94,6 +99,8 @@ class Match(Frame, kw_only=True):
             seen=[local(f.when) for f in moment.frames],
             first_seen=local(moment.first_seen),
             last_seen=local(moment.last_seen),
+            matched_by=list(moment.hit.matched_by),  # type: ignore[arg-type]
+            passage=moment.hit.passage,
         )
 
 
@@ -117,6 +124,9 @@ class SearchAnswer(Scope, kw_only=True, tag="search"):
     that rebuilds it); None when it is whole."""
     next_cursor: str | None = None
     """More matches rank below these: the ``cursor`` that asks for them (None: no more)."""
+    meaning_behind: str | None = None
+    """Why some frames could be found by their words alone (the meaning view is still
+    embedding them); None when every frame was searched by meaning too."""
 
 
 class TimelineAnswer(Scope, kw_only=True, tag="timeline"):
@@ -240,6 +250,11 @@ class Status(Counts, Answer, kw_only=True, tag="status"):
     memories_proposed: int = 0
     """Kept memories waiting for review (``backscroll keep review``)."""
     intentions_due: int = 0
+    meaning_frames: int = 0
+    """Frames the meaning view has embedded (of ``frames``)."""
+    meaning: str = ""
+    """Search by meaning as a line: its backlog ("41,200 of 120,000 frames embedded …"), or
+    why it is off."""
 
 
 class AuditEntry(msgspec.Struct, kw_only=True, omit_defaults=True):

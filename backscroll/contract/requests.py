@@ -38,10 +38,12 @@ from backscroll.contract.words import (
     MAX_LIMIT,
     MAX_TIMELINE_LIMIT,
     MIN_INTERVAL,
+    NO_MEANING,
     POLL,
     QUERY,
     REDACT,
     RETENTION,
+    SEARCH_BY,
     SEARCH_LIMIT,
     SINCE,
     SKIP_BAD,
@@ -117,6 +119,7 @@ class SearchRequest(Request):
     app: AppText = None
     limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_LIMIT, description=SEARCH_LIMIT)] = 15
     cursor: Cursor = None
+    by: Annotated[Literal["both", "words", "meaning"], Meta(description=SEARCH_BY)] = "both"
 
 
 class TimelineRequest(Request):
@@ -228,6 +231,7 @@ class ImportRequest(Request):
     file_names = frozenset({"source"})
     source: Annotated[Text, Meta(description=SOURCE)]
     skip_bad: Annotated[bool, Meta(description=SKIP_BAD)] = False
+    no_meaning: Annotated[bool, Meta(description=NO_MEANING)] = False
 
     def check(self) -> None:
         super().check()
@@ -237,6 +241,7 @@ class ImportRequest(Request):
 
 class ReindexRequest(Request):
     views_only: Annotated[bool, Meta(description=VIEWS_ONLY)] = False
+    no_meaning: Annotated[bool, Meta(description=NO_MEANING)] = False
 
 
 R = TypeVar("R", bound=Request)

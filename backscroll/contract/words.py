@@ -70,3 +70,11 @@ FORGET_CITING = (
     "Also forget the kept memories whose source is a deleted frame (else they are named, their "
     "source pointing at a deleted frame)."
 )
+SEARCH_BY = (
+    "How to find: both (the words, fused with what the screens were about), words (every word, "
+    "as typed), or meaning (what the screens were about)."
+)
+NO_MEANING = (
+    "Return once the frames are searchable by their words, and leave embedding them for "
+    "search by meaning to the daemon."
+)
