@@ -427,9 +427,14 @@ def _single_threaded() -> None:
     )
 
 
+# Their import starts native threads (OpenBLAS's, ONNX Runtime's pools), after which the
+# zygote could not fork: a child that searches by meaning imports them afresh.
+THREADED = ("numpy", "onnxruntime", "tokenizers")
+
+
 def _warm(modules: list[str]) -> None:
     for name in modules:
-        if name not in sys.modules:
+        if name not in sys.modules and name.partition(".")[0] not in THREADED:
             with contextlib.suppress(Exception):
                 importlib.import_module(name)
 
