@@ -331,6 +331,22 @@ def test_a_readers_first_search_reads_the_memories_and_the_next_the_index_alike(
     assert [h.space for h in first[1].memories + first[2].memories] == ["ops", "default"]
 
 
+def test_a_writers_first_similar_reads_its_space_and_the_next_the_index_alike(
+    keeper: Keeper,
+) -> None:
+    first = keep(keeper, text="The staging database resets on Sundays.").memory
+    keep(keeper, text="The staging database resets on Sundays at noon.", space="ops")
+    keep(keeper, text="The staging database resets on Sunday nights.")
+    fresh = Keeper(keeper.store)
+    memory = fresh.view.memories[first.id]
+    scanned = fresh.reader.similar(memory)
+    assert fresh.reader._index is None
+    indexed = fresh.reader.similar(memory)
+    assert fresh.reader._index is not None
+    assert scanned == indexed and len(scanned) == 1
+    assert fresh.view.memories[scanned[0].memory.id].space == "default"
+
+
 def test_a_reader_sees_writes_the_views_have_not_caught_up_with_and_writes_nothing(
     backscroll_home: Path,
 ) -> None:
