@@ -301,6 +301,52 @@ def test_encrypted_text_is_sealed_at_rest_and_still_searched_and_resolved(
         assert [h.id for h in found.memories] == [kept.id]
 
 
+@pytest.mark.parametrize("encrypted", [False, True])
+def test_a_readers_first_search_reads_the_memories_and_the_next_the_index_alike(
+    backscroll_home: Path, encrypted: bool
+) -> None:
+    with MemoryStore(write=True) as store:
+        store.set_config(encrypt_text=encrypted)
+        writer = Keeper(store)
+        keep(writer, text="The staging database resets on Sundays.")
+        keep(writer, text="The staging cluster is in Frankfurt.", space="ops")
+        keep(writer, text="Backups of the database run nightly.", space="ops")
+        store.refresh()
+    asked = [
+        {"query": "staging database"},
+        {"query": "database nightly", "spaces": ["ops"]},
+        {"query": "staging", "spaces": ["default"]},
+        {"query": "zebra"},
+    ]
+    with MemoryStore() as store:
+        first = []
+        for a in asked:  # each a new reader's first search: the memories' words are read
+            reader = Keeper(store)
+            first.append(reader.search(parse(KeptSearchRequest, a)))
+            assert reader.reader._index is None
+        again = [reader.search(parse(KeptSearchRequest, a)) for a in asked]  # the index's
+        assert reader.reader._index is not None
+    assert first == again
+    assert [[h.score for h in f.memories] for f in first] == [[1.0, 0.5, 0.5], [1.0], [1.0], []]
+    assert [h.space for h in first[1].memories + first[2].memories] == ["ops", "default"]
+
+
+def test_a_writers_first_similar_reads_its_space_and_the_next_the_index_alike(
+    keeper: Keeper,
+) -> None:
+    first = keep(keeper, text="The staging database resets on Sundays.").memory
+    keep(keeper, text="The staging database resets on Sundays at noon.", space="ops")
+    keep(keeper, text="The staging database resets on Sunday nights.")
+    fresh = Keeper(keeper.store)
+    memory = fresh.view.memories[first.id]
+    scanned = fresh.reader.similar(memory)
+    assert fresh.reader._index is None
+    indexed = fresh.reader.similar(memory)
+    assert fresh.reader._index is not None
+    assert scanned == indexed and len(scanned) == 1
+    assert fresh.view.memories[scanned[0].memory.id].space == "default"
+
+
 def test_a_reader_sees_writes_the_views_have_not_caught_up_with_and_writes_nothing(
     backscroll_home: Path,
 ) -> None:

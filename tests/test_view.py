@@ -422,3 +422,286 @@ def test_a_frame_deleted_from_the_view_names_only_the_memories_citing_it(
     confirmed = {"ids": [frames["Terminal"]], "confirm": True}
     done = view.post("/api/delete", json=confirmed, headers={"origin": OWN}).json()
     assert done["deleted"] == 1 and done["cited_by"] == [kept[f"frame:{frames['Terminal']}"]]
+
+
+# -- kept memories ----------------------------------------------------------------------------
+
+
+class Kept(msgspec.Struct):
+    """The memories ``kept`` made: a revised one citing a frame, one citing a web page in
+    another space, and one proposed in a space that requires review."""
+
+    spanish: str
+    staging: str
+    proposed: str
+    frame: int
+
+
+@pytest.fixture
+def kept(home: Path, view: TestClient) -> Kept:
+    from backscroll.contract.keep import KeepRequest, ReviseRequest, SpaceRequest
+    from backscroll.keep import Keeper
+
+    slack = ids(view)["Slack"]
+    with MemoryStore(write=True) as store:
+        keeper = Keeper(store)
+
+        def keep(**given: Any) -> str:
+            return keeper.keep(contract.parse(KeepRequest, given)).memory.id
+
+        spanish = keep(
+            text="Answers in Spanish.",
+            kind="preference",
+            subject="user",
+            predicate="answer_language",
+            value="spanish",
+            source=f"frame:{slack}",
+        )
+        revised = {"id": spanish, "expected_version": 1, "text": "Answers in Spanish, always."}
+        keeper.revise(contract.parse(ReviseRequest, revised))
+        staging = keep(
+            text="The staging database resets on Sundays.",
+            space="work",
+            source="https://wiki.example/staging",
+        )
+        keeper.configure(contract.parse(SpaceRequest, {"name": "inbox", "require_review": True}))
+        proposed = keep(text="The Atlas launch is on October 1st.", space="inbox")
+    return Kept(spanish, staging, proposed, slack)
+
+
+def decoded(answer: Any, kind: type[msgspec.Struct]) -> Any:
+    assert answer.status_code == 200, answer.text
+    return msgspec.json.decode(answer.content, type=kind)
+
+
+def test_the_memories_pages_serve_and_their_json_is_the_keep_contracts(
+    view: TestClient, kept: Kept
+) -> None:
+    from backscroll.contract.keep import (
+        GetRequest,
+        HistoryAnswer,
+        KeptStatus,
+        ListRequest,
+        MemoriesAnswer,
+        Memory,
+    )
+    from backscroll.keep import Keeper
+
+    for page in ("/memories", "/memories?space=work", f"/memories/{kept.spanish}"):
+        shown = view.get(page)
+        assert shown.status_code == 200 and '<script type="module"' in shown.text
+    assert 'href="/memories"' in view.get("/").text  # in the nav
+    default = decoded(view.get("/api/kept", params={"space": "default"}), MemoriesAnswer)
+    assert [m.id for m in default.memories] == [kept.spanish]
+    spanish = default.memories[0]
+    assert spanish.version == 2 and spanish.text == "Answers in Spanish, always."
+    assert (spanish.kind, spanish.subject, spanish.value) == ("preference", "user", "spanish")
+    assert "kept " in spanish.line and "revised " in spanish.line
+    assert spanish.kept_until is None and spanish.source == f"frame:{kept.frame}"
+    with MemoryStore() as store:
+        keeper = Keeper(store)
+        same = keeper.memories(contract.parse(ListRequest, {"space": "default"}))
+        one = keeper.get(contract.parse(GetRequest, {"id": kept.spanish}))
+    listed = view.get("/api/kept", params={"space": "default"}).text
+    assert json.loads(listed) == json.loads(contract.encode(same))
+    assert decoded(view.get(f"/api/kept/{kept.spanish}"), Memory) == one
+    history = decoded(view.get(f"/api/kept/{kept.spanish}/history"), HistoryAnswer)
+    assert [(v.version, v.text) for v in history.versions] == [
+        (1, "Answers in Spanish."),
+        (2, "Answers in Spanish, always."),
+    ]
+    work = decoded(view.get("/api/kept", params={"space": "work"}), MemoriesAnswer)
+    assert [m.source for m in work.memories] == ["https://wiki.example/staging"]
+    status = decoded(view.get("/api/kept/status"), KeptStatus)
+    assert (status.memories, status.proposed) == (2, 1)
+    assert {s.name for s in status.spaces} == {"default", "work", "inbox"}
+
+
+def test_the_memories_come_a_page_at_a_time_by_the_contracts_cursor(
+    view: TestClient, kept: Kept
+) -> None:
+    from backscroll.contract.keep import MemoriesAnswer
+
+    first = decoded(view.get("/api/kept", params={"limit": 1}), MemoriesAnswer)
+    assert len(first.memories) == 1 and first.next_cursor is not None
+    asked = {"limit": 1, "cursor": first.next_cursor}
+    second = decoded(view.get("/api/kept", params=asked), MemoriesAnswer)
+    assert second.next_cursor is None
+    assert {first.memories[0].id, second.memories[0].id} == {kept.spanish, kept.staging}
+
+
+def test_a_proposed_memory_appears_only_in_the_review_queue(view: TestClient, kept: Kept) -> None:
+    from backscroll.contract.keep import KeepRefusal, MemoriesAnswer
+
+    every = decoded(view.get("/api/kept"), MemoriesAnswer)
+    assert kept.proposed not in {m.id for m in every.memories} and len(every.memories) == 2
+    inbox = decoded(view.get("/api/kept", params={"space": "inbox"}), MemoriesAnswer)
+    assert inbox.memories == []
+    for path in (f"/api/kept/{kept.proposed}", f"/api/kept/{kept.proposed}/history"):
+        refused = view.get(path)
+        assert refused.status_code == 404
+        assert msgspec.json.decode(refused.content, type=KeepRefusal).error == "not_found"
+    queue = decoded(view.get("/api/kept/review"), MemoriesAnswer)
+    assert [(m.id, m.status) for m in queue.memories] == [(kept.proposed, "proposed")]
+
+
+def test_approve_restore_and_forget_go_through_and_the_trail_records_them(
+    view: TestClient, kept: Kept
+) -> None:
+    from backscroll.contract.keep import (
+        ForgetAnswer,
+        HistoryAnswer,
+        KeepAnswer,
+        KeepRefusal,
+        MemoriesAnswer,
+    )
+
+    approved = view.post("/api/kept/approve", json={"id": kept.proposed}, headers={"origin": OWN})
+    assert decoded(approved, KeepAnswer).memory.status == "current"
+    assert decoded(view.get("/api/kept/review"), MemoriesAnswer).memories == []
+    inbox = decoded(view.get("/api/kept", params={"space": "inbox"}), MemoriesAnswer)
+    assert [m.id for m in inbox.memories] == [kept.proposed]
+
+    restore = {"id": kept.spanish, "restore": 1, "expected_version": 2}
+    restored = decoded(
+        view.post("/api/kept/revise", json=restore, headers={"origin": OWN}), KeepAnswer
+    )
+    assert (restored.memory.version, restored.memory.text) == (3, "Answers in Spanish.")
+    history = decoded(view.get(f"/api/kept/{kept.spanish}/history"), HistoryAnswer)
+    assert [v.restored_from for v in history.versions] == [None, None, 1]
+    assert [e["detail"]["origin"] for e in trail_of("revised")] == ["api", "cli"]
+    stale = view.post("/api/kept/revise", json=restore, headers={"origin": OWN})
+    assert stale.status_code == 409
+    conflict = msgspec.json.decode(stale.content, type=KeepRefusal)
+    assert (conflict.error, conflict.current_version) == ("version_conflict", 3)
+
+    stale = view.post(
+        "/api/kept/forget",
+        json={"id": kept.spanish, "expected_version": 2},
+        headers={"origin": OWN},
+    )
+    assert stale.status_code == 409
+    forget = {"id": kept.spanish, "expected_version": 3}
+    gone = decoded(
+        view.post("/api/kept/forget", json=forget, headers={"origin": OWN}), ForgetAnswer
+    )
+    assert (gone.id, gone.version) == (kept.spanish, 3)
+    assert view.get(f"/api/kept/{kept.spanish}").status_code == 404
+    with MemoryStore() as store:  # erased from the log, not only hidden
+        assert not [e for _, e in store.log.read() if "Spanish" in str(getattr(e, "text", ""))]
+    trail = trail_of("reviewed", "revised", "forgotten")  # its versions erased with it
+    assert [(e["kind"], e["detail"]["origin"]) for e in trail] == [
+        ("forgotten", "api"),
+        ("reviewed", "api"),
+    ]
+    assert [e["detail"]["memory_id"] for e in trail] == [kept.spanish, kept.proposed]
+
+
+def test_a_screen_source_opens_that_moment(view: TestClient, kept: Kept) -> None:
+    from backscroll.contract.keep import Memory
+    from backscroll.view.server import STATIC
+
+    memory = decoded(view.get(f"/api/kept/{kept.spanish}"), Memory)
+    assert memory.source == f"frame:{kept.frame}" and f"frame {kept.frame}" in memory.line
+    assert view.get(f"/frame/{kept.frame}").status_code == 200
+    shown = decoded(view.get(f"/api/frame/{kept.frame}"), contract.ShowAnswer)
+    assert shown.app == "Slack"
+    script = (STATIC / "memories.js").read_text()
+    assert "href: `/frame/${frame}`" in script  # the page's link for a frame: source
+    assert 'rel: "noreferrer noopener"' in script  # and a web address tells the site nothing
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/memories",
+        "/memories/m_0123456789abcdef",
+        "/api/kept",
+        "/api/kept/review",
+        "/api/kept/status",
+        "/api/kept/m_0123456789abcdef",
+        "/api/kept/m_0123456789abcdef/history",
+    ],
+)
+def test_without_the_secret_the_memories_get_the_one_line_page(home: Path, path: str) -> None:
+    with client(home, signed_in=False) as stranger:
+        answer = stranger.get(path)
+    assert answer.status_code == 403 and answer.text == REFUSED
+
+
+@pytest.mark.parametrize("action", ["approve", "revise", "forget"])
+@pytest.mark.parametrize("origin", [None, "http://evil.example", f"http://127.0.0.1:{PORT + 1}"])
+def test_a_memorys_change_without_the_views_own_origin_is_refused(
+    view: TestClient, kept: Kept, action: str, origin: str | None
+) -> None:
+    from backscroll.contract.keep import MemoriesAnswer
+
+    body = {
+        "approve": {"id": kept.proposed},
+        "revise": {"id": kept.spanish, "restore": 1, "expected_version": 2},
+        "forget": {"id": kept.spanish},
+    }[action]
+    headers = {"origin": origin} if origin else {}
+    assert view.post(f"/api/kept/{action}", json=body, headers=headers).status_code == 403
+    with client(None, signed_in=False) as stranger:
+        assert (
+            stranger.post(f"/api/kept/{action}", json=body, headers={"origin": OWN}).status_code
+            == 403
+        )
+    assert len(decoded(view.get("/api/kept/review"), MemoriesAnswer).memories) == 1
+    assert [m.version for m in decoded(view.get("/api/kept"), MemoriesAnswer).memories] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "said"),
+    [
+        ("GET", "/api/kept/m_nothex", None, "id: "),
+        ("GET", "/api/kept?limit=500", None, "limit: "),
+        ("GET", "/api/kept?space=No%20Such", None, "space: "),
+        ("GET", "/api/kept/status?x=1", None, "x"),
+        ("GET", "/api/kept/m_0123456789abcdef", None, "no memory m_0123456789abcdef"),
+        ("POST", "/api/kept/forget", {"id": "1"}, "id: "),
+        ("POST", "/api/kept/approve", {"id": "m_0123456789abcdef"}, "no memory"),
+        ("POST", "/api/kept/revise", {"id": "m_0123456789abcdef"}, "expected_version"),
+        (
+            "POST",
+            "/api/kept/revise",
+            {"id": "m_0123456789abcdef", "expected_version": 1, "text": "password: hunter2hunter2"},
+            "secret",
+        ),
+    ],
+)
+def test_a_bad_memory_request_gets_one_line_with_its_code(
+    view: TestClient, method: str, path: str, body: Any, said: str
+) -> None:
+    from backscroll.contract.keep import KeepRefusal
+
+    headers = {"origin": OWN} if method == "POST" else {}
+    answer = view.request(method, path, json=body, headers=headers)
+    assert answer.status_code in (400, 404)
+    refusal = msgspec.json.decode(answer.content, type=KeepRefusal)
+    assert said in refusal.message and "\n" not in refusal.message, refusal
+    assert "hunter2" not in answer.text
+
+
+def test_on_a_read_only_store_the_memories_serve_and_their_actions_say_why_not(
+    home: Path, kept: Kept, tmp_path: Path
+) -> None:
+    from backscroll.contract.keep import MemoriesAnswer
+
+    def served(mounted: Path) -> None:
+        with client(mounted) as view:
+            assert len(decoded(view.get("/api/kept"), MemoriesAnswer).memories) == 2
+            assert view.get(f"/api/kept/{kept.spanish}/history").status_code == 200
+            for action, body in [
+                ("approve", {"id": kept.proposed}),
+                ("forget", {"id": kept.spanish, "expected_version": 2}),
+            ]:
+                answer = view.post(f"/api/kept/{action}", json=body, headers={"origin": OWN})
+                assert answer.status_code == 400
+                error = answer.json()["error"]
+                assert "\n" not in error and "read-only" in error.lower(), error
+
+    with read_only(home, tmp_path / "ro") as mounted:
+        served(mounted)
+        gc.collect()

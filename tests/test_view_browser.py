@@ -336,6 +336,104 @@ def test_todays_page_follows_a_new_frame(view: Served, page: Any, tmp_path: Path
         assert page.locator("#moments li").count() == 5
 
 
+def test_a_person_approves_a_memory_opens_its_history_and_follows_its_source_to_the_frame(
+    view: Served, page: Any, tmp_path: Path
+) -> None:
+    from backscroll.contract.keep import KeepRequest, ReviseRequest, SpaceRequest
+    from backscroll.keep import Keeper
+
+    with MemoryStore(write=True) as store:
+        [slack] = [h.id for h in store.search("quokka", limit=1)]
+        keeper = Keeper(store)
+
+        def keep(**given: Any) -> str:
+            return keeper.keep(contract.parse(KeepRequest, given)).memory.id
+
+        spanish = keep(
+            text="Answers in Spanish.",
+            kind="preference",
+            subject="user",
+            predicate="answer_language",
+            value="spanish",
+            source=f"frame:{slack}",
+        )
+        revised = {"id": spanish, "expected_version": 1, "text": "Answers in Spanish, always."}
+        keeper.revise(contract.parse(ReviseRequest, revised))
+        keep(
+            text="We chose Postgres for the billing service: it already runs our reports.",
+            kind="decision",
+            subject="billing",
+            predicate="database",
+            value="postgres",
+            source="https://wiki.example/adr/12",
+        )
+        keep(
+            text="Ask how the Atlas launch went.",
+            kind="intention",
+            due="2026-10-01T09:00:00Z",
+            source="notes/atlas.md",
+        )
+        keeper.configure(contract.parse(SpaceRequest, {"name": "inbox", "require_review": True}))
+        proposed = keep(text="The staging database resets on Sundays.", space="inbox")
+    shots = [tmp_path / "shots"]
+    if os.environ.get("BACKSCROLL_README_SHOTS"):
+        shots.append(Path(os.environ["BACKSCROLL_README_SHOTS"]))
+    with shot_on_failure(page, tmp_path):
+        page.goto(view.url)
+        page.wait_for_selector("#picture")
+        page.click("[data-nav=memories]")
+        expect(page.locator("#review li")).to_have_count(1)
+        assert page.url == view.origin + "/memories"
+        expect(page.locator("[data-nav=memories]")).to_have_attribute("aria-current", "")
+        expect(page.locator("#memories li")).to_have_count(3)
+        # A proposed memory is in the review queue alone.
+        assert page.locator(f"#memories [data-id={proposed}]").count() == 0
+        first = page.locator(f"#memories [data-id={spanish}]")
+        expect(first.locator(".dates")).to_contain_text("revised")
+        expect(first.locator(".claim")).to_have_text("user answer_language = spanish")
+        link = page.locator("#memories .source-url")
+        assert link.get_attribute("href") == "https://wiki.example/adr/12"
+        assert "noreferrer" in (link.get_attribute("rel") or "")
+        save(page, shots, "memories.png")
+        page.click("#review .approve")
+        expect(page.locator("#kept-note")).to_contain_text(f"Approved {proposed}")
+        expect(page.locator("#review")).to_have_count(0)
+        [reviewed] = store_answer("reviewed")
+        assert reviewed["origin"] == "api" and reviewed["memory_id"] == proposed
+        page.select_option("#space", "inbox")
+        expect(page.locator(f"#memories [data-id={proposed}]")).to_have_count(1)
+        assert page.url == view.origin + "/memories?space=inbox"
+
+        page.select_option("#space", "default")
+        page.click(f"#memories [data-id={spanish}] a.memory-text")
+        expect(page.locator("#history li")).to_have_count(2)
+        assert page.url == f"{view.origin}/memories/{spanish}"
+        expect(page.locator("#seen")).to_contain_text("Slack")
+        page.click("#history .restore")
+        expect(page.locator("#kept-note")).to_have_text("Restored version 1 as version 3.")
+        expect(page.locator("#history li")).to_have_count(3)
+        expect(page.locator("#memory .memory-text")).to_have_text("Answers in Spanish.")
+        save(page, shots, "memory.png")
+        page.click("#memory .source-frame")
+        expect(page.locator("#frame-app")).to_have_text("Slack")
+        assert page.url == f"{view.origin}/frame/{slack}"
+        expect(page.locator("#text")).to_contain_text("quokka")
+
+        page.go_back()
+        page.click("#forget")
+        said = page.inner_text("#confirm-text")
+        assert (
+            "Answers in Spanish." in said and "3 version(s)" in said and "cannot be undone" in said
+        )
+        expect(page.locator("#confirm-ok")).to_have_text("Forget")
+        page.click("#confirm-ok")
+        expect(page.locator("#kept-note")).to_contain_text(f"Forgot {spanish}")
+        assert page.url == view.origin + "/memories?space=default"
+        expect(page.locator(f"#memories [data-id={spanish}]")).to_have_count(0)
+        [forgotten] = store_answer("forgotten")
+        assert forgotten["origin"] == "api" and forgotten["version"] == 3
+
+
 # -- shut to everyone else --------------------------------------------------------------------
 
 EVIL = """<!doctype html><html><body><pre id="out">running</pre>

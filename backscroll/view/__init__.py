@@ -1,5 +1,5 @@
 """``backscroll view``: a local web view of the store (timeline, search with pictures,
-control), served to the person's own browser tab alone (``guard``)."""
+control, kept memories), served to the person's own browser tab alone (``guard``)."""
 
 from backscroll.view.serve import Address, serve
 

@@ -2,6 +2,7 @@
 its address) and its JSON, which is the answer contract's: each route parses its request
 Struct from the query (or a POST's body), makes the one library call of ``answer`` and sends
 the answer Struct as msgspec encodes it. A refusal is the contract's ``Refusal``: one line.
+The kept memories' routes are ``memories``'; what every route shares is ``_http``.
 
 Reads share one reader of the store, kept open so its search views stay loaded, and read the
 log's end again when it has grown; a change opens a writer for its call, as the CLI does, so
@@ -16,9 +17,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-import msgspec
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -26,20 +26,15 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from backscroll import answer, contract
-from base.errors import BackscrollError, NotFoundError, UsageError
+from backscroll.view import memories
+from backscroll.view._http import change, from_body, from_query, number, refusal, reply
+from base.errors import BackscrollError, NotFoundError
 
 if TYPE_CHECKING:
     from backscroll.store import MemoryStore
 
-R = TypeVar("R", bound=contract.Request)
-
 STATIC = files("backscroll.view") / "static"
 TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html"}
-# A request's body at most: a deletion of a moment's ids is the largest (10,000 ids).
-MAX_BODY = 256 * 1024
-JSON = "application/json"
-# The requests' arguments that are numbers (the rest of a query is text).
-NUMBERS = frozenset({"limit", "id"})
 
 
 class Reader:
@@ -75,27 +70,27 @@ def build(home: Path | None) -> ASGIApp:
         name = request.path_params["name"]
         suffix = Path(name).suffix
         if suffix not in TYPES or "/" in name or name.startswith("."):
-            return _refusal(NotFoundError(f"no file {name!r}"))
+            return refusal(NotFoundError(f"no file {name!r}"))
         try:
             body = _static(name)
         except FileNotFoundError:
-            return _refusal(NotFoundError(f"no file {name!r}"))
+            return refusal(NotFoundError(f"no file {name!r}"))
         return Response(body, media_type=TYPES[suffix])
 
     def search(request: Request) -> Response:
-        asked = _query(request, contract.SearchRequest)
+        asked = from_query(request, contract.SearchRequest)
         with reader.open() as store:
-            return _json(answer.search(store, asked).answer)
+            return reply(answer.search(store, asked).answer)
 
     def timeline(request: Request) -> Response:
-        asked = _query(request, contract.TimelineRequest)
+        asked = from_query(request, contract.TimelineRequest)
         with reader.open() as store:
-            return _json(answer.timeline(store, asked).answer)
+            return reply(answer.timeline(store, asked).answer)
 
     def frame(request: Request) -> Response:
         asked = _frame_request(request, include_image=False)
         with reader.open() as store:
-            return _json(answer.show(store, asked).answer)
+            return reply(answer.show(store, asked).answer)
 
     def thumbnail(request: Request) -> Response:
         asked = _frame_request(request, include_image=True)
@@ -107,33 +102,33 @@ def build(home: Path | None) -> ASGIApp:
         return Response(shown.jpeg, media_type="image/jpeg")
 
     def summary(request: Request) -> Response:
-        asked = _query(request, contract.SummaryRequest)
+        asked = from_query(request, contract.SummaryRequest)
         with reader.open() as store:
-            return _json(answer.summary(store, asked).answer)
+            return reply(answer.summary(store, asked).answer)
 
     def status(request: Request) -> Response:
-        _query(request, contract.StatusRequest)
+        from_query(request, contract.StatusRequest)
         with reader.open() as store:
-            return _json(answer.status(store).answer)
+            return reply(answer.status(store).answer)
 
     async def pause(request: Request) -> Response:
-        asked = await _body(request, contract.PauseRequest)
-        return await _change(lambda store: answer.pause(store, asked, "api"), home)
+        asked = await from_body(request, contract.PauseRequest)
+        return await change(lambda store: answer.pause(store, asked, "api"), home)
 
     async def resume(request: Request) -> Response:
-        await _body(request, contract.ResumeRequest)
-        return await _change(lambda store: answer.resume(store, "api"), home)
+        await from_body(request, contract.ResumeRequest)
+        return await change(lambda store: answer.resume(store, "api"), home)
 
     async def delete(request: Request) -> Response:
-        asked = await _body(request, contract.DeleteRequest)
-        return await _change(lambda store: answer.delete(store, asked, "api"), home)
+        asked = await from_body(request, contract.DeleteRequest)
+        return await change(lambda store: answer.delete(store, asked, "api"), home)
 
     def changes(handler: Callable[[Request], Awaitable[Response]]) -> Callable[..., Any]:
         async def answered(request: Request) -> Response:
             try:
                 return await handler(request)
             except BackscrollError as exc:
-                return _refusal(exc)
+                return refusal(exc)
 
         return answered
 
@@ -142,11 +137,11 @@ def build(home: Path | None) -> ASGIApp:
             try:
                 return handler(request)
             except BackscrollError as exc:
-                return _refusal(exc)
+                return refusal(exc)
 
         return answered
 
-    pages = ["/", "/day/{day}", "/search", "/frame/{id}", "/glance", "/control"]
+    pages = ["/", "/day/{day}", "/search", "/frame/{id}", "/glance", "/control", *memories.PAGES]
     app = Starlette(
         routes=[
             *(Route(path, page) for path in pages),
@@ -160,6 +155,7 @@ def build(home: Path | None) -> ASGIApp:
             Route("/api/pause", changes(pause), methods=["POST"]),
             Route("/api/resume", changes(resume), methods=["POST"]),
             Route("/api/delete", changes(delete), methods=["POST"]),
+            *memories.routes(reader.open, home),
         ]
     )
     return timed(app)
@@ -188,66 +184,6 @@ def _static(name: str) -> bytes:
     return (STATIC / name).read_bytes()
 
 
-def _json(answer: msgspec.Struct) -> Response:
-    return Response(msgspec.json.encode(answer), media_type=JSON)
-
-
-def _refusal(exc: BackscrollError) -> Response:
-    code = 404 if isinstance(exc, NotFoundError) else 400
-    return Response(msgspec.json.encode(contract.Refusal(error=str(exc))), code, media_type=JSON)
-
-
-def _query(request: Request, kind: type[R]) -> R:
-    """The query's parameters as ``kind``: a number where the request takes one."""
-    given: dict[str, Any] = {}
-    for name, value in request.query_params.multi_items():
-        if name in given:
-            raise UsageError(f"{name}: given twice")
-        given[name] = _number(value) if name in NUMBERS else value
-    return contract.parse(kind, given)
-
-
-def _number(value: str) -> int | str:
-    """A whole number, or the text as given (the request's check then names the argument)."""
-    try:
-        return int(value)
-    except ValueError:
-        return value
-
-
 def _frame_request(request: Request, *, include_image: bool) -> contract.ShowRequest:
-    given = _number(request.path_params["id"])
+    given = number(request.path_params["id"])
     return contract.parse(contract.ShowRequest, {"id": given, "include_image": include_image})
-
-
-async def _body(request: Request, kind: type[R]) -> R:
-    """A POST's JSON body (none: an empty request) as ``kind``."""
-    body = await request.body()
-    if len(body) > MAX_BODY:
-        raise UsageError(f"the request is larger than {MAX_BODY:,} bytes")
-    try:
-        given = msgspec.json.decode(body) if body else {}
-    except (msgspec.DecodeError, RecursionError):
-        raise UsageError("the request's body is not JSON") from None
-    if not isinstance(given, dict):
-        raise UsageError("the request's body must be a JSON object")
-    return contract.parse(kind, given)
-
-
-async def _change(action: Callable[[MemoryStore], msgspec.Struct], home: Path | None) -> Response:
-    """``action`` on a writer of the store, in a worker thread; why not, in one line, where
-    it cannot be (a store opened read-only, a full disk, a scope that is refused)."""
-    from starlette.concurrency import run_in_threadpool
-
-    def changed() -> msgspec.Struct:
-        from backscroll.store import MemoryStore
-
-        with MemoryStore(home, write=True) as store:
-            return action(store)
-
-    try:
-        return _json(await run_in_threadpool(changed))
-    except BackscrollError as exc:
-        return _refusal(exc)
-    except OSError as exc:
-        return _refusal(BackscrollError(f"the store cannot be changed here: {exc.strerror}"))

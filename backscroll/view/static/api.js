@@ -29,7 +29,8 @@ async function answered(response) {
     throw new Refused((await response.text()).trim() || `answer ${response.status}`);
   }
   const data = await response.json();
-  if (!response.ok) throw new Refused(data.error || `answer ${response.status}`);
+  // A kept memory's refusal (KeepRefusal) says its code in error and its line in message.
+  if (!response.ok) throw new Refused(data.message || data.error || `answer ${response.status}`);
   return data;
 }
 

@@ -1,4 +1,5 @@
-// The view's pages, by address: / (today), /day/YYYY-MM-DD, /frame/ID, /search?q=..., /control.
+// The view's pages, by address: / (today), /day/YYYY-MM-DD, /frame/ID, /search?q=..., /control,
+// /memories (?space=NAME) and /memories/ID.
 // Links within the view change the address without loading the page again.
 
 import { clear, el } from "./dom.js";
@@ -6,6 +7,7 @@ import { showTimeline } from "./timeline.js";
 import { showSearch } from "./search.js";
 import { showControl } from "./control.js";
 import { showGlance } from "./glance.js";
+import { showMemories } from "./memories.js";
 
 const main = document.getElementById("main");
 let leave = () => {};
@@ -22,7 +24,7 @@ async function route() {
   const path = location.pathname;
   const params = new URLSearchParams(location.search);
   for (const link of document.querySelectorAll("[data-nav]")) {
-    const here = path.startsWith("/search") ? "search" : path.startsWith("/control") ? "control" : path.startsWith("/glance") ? "glance" : "timeline";
+    const here = path.startsWith("/memories") ? "memories" : path.startsWith("/search") ? "search" : path.startsWith("/control") ? "control" : path.startsWith("/glance") ? "glance" : "timeline";
     link.toggleAttribute("aria-current", link.dataset.nav === here);
   }
   clear(main);
@@ -39,6 +41,10 @@ async function route() {
     }
     if (path.startsWith("/control")) {
       leave = await showControl(main, go);
+      return;
+    }
+    if (path.startsWith("/memories")) {
+      leave = await showMemories(main, path, params, go);
       return;
     }
     const dayMatch = path.match(/^\/day\/(\d{4}-\d{2}-\d{2})$/);
