@@ -207,3 +207,33 @@ def test_a_search_of_frames_whose_text_is_plaintext_asks_no_key_store(
     monkeypatch.setattr(keys, "load_key", lambda *_, **__: pytest.fail("the key store was asked"))
     code, out, _ = run(capsys, "search", "refused")
     assert code == 0 and "1 match(es)" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "collecting"),
+    [(["status"], False), (["search", "invoice"], False), (["timeline"], True), (["--help"], True)],
+)
+def test_only_a_quick_command_runs_without_the_cycle_collector(
+    args: list[str], collecting: bool
+) -> None:
+    """A quick command exits within a tenth of a second; any other (the daemon, the view's
+    server) runs for as long as it likes and needs its cycles collected."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import gc, sys\n"
+            "from backscroll.cli import main\n"
+            f"sys.argv = ['backscroll', *{args!r}]\n"
+            "try:\n"
+            "    main()\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            "print(gc.isenabled(), file=sys.stderr)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    )
+    assert done.stderr.splitlines()[-1] == str(collecting)
