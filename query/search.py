@@ -86,6 +86,8 @@ class Searcher:
         self.blind = blind
         self.incomplete: str | None = None
         """Why the last ``search`` may have left matching frames out; None when it did not."""
+        self._unsnipped: dict[int, _Found] = {}
+        """The hits of the last ``search`` made without snippets, with their texts."""
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -97,13 +99,16 @@ class Searcher:
         limit: int = 15,
         *,
         fuzzy: bool = True,
+        snippets: bool = True,
     ) -> list[Hit]:
         """Best first. When no frame has every term: the frames that have them with a word
         one edit away in OCR'd text, newest first (``Hit.fuzzy``; not with ``fuzzy=False``),
-        else near misses with some of them (``Hit.near_miss``)."""
+        else near misses with some of them (``Hit.near_miss``). Without ``snippets`` the
+        hits have none until ``snip`` gives them theirs."""
         _check_app(app)
         terms = parse_query(query)
         self.incomplete = None
+        self._unsnipped = {}
         found = self._search(terms, span, app, limit, every=True)
         if not found and fuzzy and any(forgivable(t) for t in terms):
             found = self._forgiving(terms, span, app, limit)
@@ -113,7 +118,17 @@ class Searcher:
             found = self._search(terms, span, app, limit, every=False)
             for each in found:
                 each.hit.near_miss = True
+        if not snippets:
+            self._unsnipped = {each.hit.id: each for each in found}
+            return [each.hit for each in found]
         return [self._with_snippet(each, terms) for each in found]
+
+    def snip(self, hits: list[Hit], query: str) -> None:
+        """Give ``hits``, of the last ``search`` made without ``snippets`` for ``query``, the
+        snippets that search would have given them."""
+        terms = parse_query(query)
+        for hit in hits:
+            self._with_snippet(self._unsnipped[hit.id], terms)
 
     def _search(
         self, terms: list[Term], span: TimeSpan, app: str | None, limit: int, *, every: bool

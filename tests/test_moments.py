@@ -86,6 +86,14 @@ def test_ten_frames_of_one_terminal_are_one_moment_with_every_frame(store: Memor
     ]
 
 
+def test_each_moment_shows_the_snippet_its_best_hit_has_in_a_search(store: MemoryStore) -> None:
+    """Only the best hit's snippet is made, and it is the one a search of frames makes."""
+    snippets = {h.id: h.snippet for h in store.search("unpacking", limit=50)}
+    moments = store.moments("unpacking")
+    assert [m.hit.snippet for m in moments] == [snippets[m.hit.id] for m in moments]
+    assert all(m.hit.snippet for m in moments)
+
+
 def test_limit_counts_moments_not_frames(store: MemoryStore) -> None:
     assert len(store.search("unpacking", limit=2)) == 2
     moments = store.moments("unpacking", limit=2)
