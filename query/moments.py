@@ -160,7 +160,7 @@ def _jaccard(x: set[str], y: set[str]) -> float:
 
 
 class _Frame(NamedTuple):
-    """A frame of the log between two hits, as ``matches`` reads it, with its words (None:
+    """A frame of the log between two hits, as ``matches`` reads it, with its text (None:
     encrypted, and it does not open here)."""
 
     frame_id: int
@@ -168,17 +168,20 @@ class _Frame(NamedTuple):
     app: str
     title: str
     url: str
-    words: set[str] | None
+    text: str | None
 
 
 class _Log:
     """The log's frames between the hits of each pair, in log order, read from the index
-    for all pairs in one search a month. A frame's words are computed once."""
+    for all pairs in one search a month. A frame's text is read once, and its words found
+    once, only where they are compared: a pair's run ends at the first frame of another
+    window, whose words (and the frame's before it) are never needed."""
 
     def __init__(self, searcher: Searcher, pairs: list[tuple[Hit, Hit]]) -> None:
         self.searcher = searcher
         self.pending: list[Deletion] | None = None
-        self.words: dict[int, set[str] | None] = {}
+        self.texts: dict[int, str | None] = {}
+        self.words: dict[int, set[str]] = {}
         # A frame's id is its offset in the log, and offsets count events one by one: more
         # than MOST_BETWEEN offsets apart, more than MOST_BETWEEN events came between, and
         # the pair is apart without reading anything.
@@ -239,7 +242,7 @@ class _Log:
             return False
         stretch = self.places[bisect_left(self.ids, a.id) : bisect_right(self.ids, b.id)]
         window = (a.app, a.title)
-        before: set[str] | None = None
+        before: _Frame | None = None
         for index, searcher, address in stretch:
             try:
                 frame = self._frame(searcher.doc(address).to_dict())
@@ -249,28 +252,34 @@ class _Log:
                 self.searcher.views.broke(index, exc)
                 return False
             if before is None:  # ``a`` comes first
-                before = frame.words
-                if before is None:
+                if frame.text is None:
                     return False
+                before = frame
                 continue
             if not self._visible(frame):
                 continue
-            if (frame.app, frame.title) != window or frame.words is None:
+            if (frame.app, frame.title) != window or frame.text is None:
                 return False
-            if _jaccard(before, frame.words) < SIMILAR:
+            if _jaccard(self._words(before), self._words(frame)) < SIMILAR:
                 return False
             if frame.frame_id == b.id:
                 return True
-            before = frame.words
+            before = frame
         return False
 
     def _frame(self, d: dict[str, Any]) -> _Frame:
         frame_id = d["id"][0]
         *_, app, title, url = frame_meta(bytes(d["meta"][0]))
-        if frame_id not in self.words:
-            text = self._text(d)
-            self.words[frame_id] = None if text is None else set(tokens.words(text))
-        return _Frame(frame_id, d["ts"][0], app, title, url, self.words[frame_id])
+        if frame_id not in self.texts:
+            self.texts[frame_id] = self._text(d)
+        return _Frame(frame_id, d["ts"][0], app, title, url, self.texts[frame_id])
+
+    def _words(self, frame: _Frame) -> set[str]:
+        words = self.words.get(frame.frame_id)
+        if words is None:
+            assert frame.text is not None
+            words = self.words[frame.frame_id] = set(tokens.words(frame.text))
+        return words
 
     def _text(self, d: dict[str, Any]) -> str | None:
         """The frame's text; None for an encrypted frame that does not open here."""

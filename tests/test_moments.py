@@ -15,6 +15,7 @@ from backscroll.cli.app import app as cli
 from backscroll.importer import import_frames
 from backscroll.store import MemoryStore
 from backscroll.tools import MemoryTool
+from base import tokens
 from query.moments import MOST_HITS, SIMILAR, similarity
 from tests.helpers import NOW
 
@@ -92,6 +93,28 @@ def test_each_moment_shows_the_snippet_its_best_hit_has_in_a_search(store: Memor
     moments = store.moments("unpacking")
     assert [m.hit.snippet for m in moments] == [snippets[m.hit.id] for m in moments]
     assert all(m.hit.snippet for m in moments)
+
+
+def test_a_frame_of_another_window_between_two_hits_is_not_split_into_words(
+    backscroll_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run of a window ends at another window's frame: its words are not needed."""
+    between = other_text(3).replace(" unpacking", "")
+    store = MemoryStore(write=True)
+    import_frames(
+        store,
+        [
+            line(0, "Terminal", "build", log_view(40)),
+            line(1, "Firefox", "Docs", between),
+            line(2, "Terminal", "build", log_view(41)),
+        ],
+    )
+    split: list[str] = []
+    words = tokens.words
+    monkeypatch.setattr(tokens, "words", lambda text: split.append(text) or words(text))
+    moments = store.moments("unpacking")
+    assert [len(m.frames) for m in moments] == [1, 1]  # apart: a frame of Firefox came between
+    assert between not in split
 
 
 def test_limit_counts_moments_not_frames(store: MemoryStore) -> None:
