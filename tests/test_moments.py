@@ -117,6 +117,17 @@ def test_a_frame_of_another_window_between_two_hits_is_not_split_into_words(
     assert between not in split
 
 
+@pytest.mark.parametrize("term_cost", [0, 10**12])  # by their terms; by their ranges
+def test_the_frames_between_hits_are_found_by_their_ids_or_by_their_ranges_alike(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, term_cost: int
+) -> None:
+    import query.moments
+
+    monkeypatch.setattr(query.moments, "TERM_COST", term_cost)
+    moments = store.moments("unpacking")
+    assert sorted(len(m.frames) for m in moments) == [1, 1, 10]
+
+
 def test_limit_counts_moments_not_frames(store: MemoryStore) -> None:
     assert len(store.search("unpacking", limit=2)) == 2
     moments = store.moments("unpacking", limit=2)
