@@ -112,6 +112,10 @@ def test_a_search_loads_nothing_for_pictures_capture_agents_or_help() -> None:
         "importlib.metadata",  # the crc32c package's __init__ asks it for its version
         "typer",  # backscroll.cli.quick reads the line
         "query.when",  # no time phrase to resolve
+        # msgspec is imported as where typing_extensions is not installed (which imports
+        # inspect, with ast, dis and tokenize)
+        "typing_extensions",
+        "inspect",
     )
     assert sorted(m for m in modules if m.startswith(tuple(f"{u}." for u in unwanted))) == []
     assert not set(unwanted) & modules
@@ -237,3 +241,25 @@ def test_only_a_quick_command_runs_without_the_cycle_collector(
         cwd=REPO,
     )
     assert done.stderr.splitlines()[-1] == str(collecting)
+
+
+def test_typing_extensions_imports_after_a_quick_command() -> None:
+    """msgspec is imported without it, and whatever wants it later still gets it."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from backscroll.cli import main\n"
+            "sys.argv = ['backscroll', 'status']\n"
+            "main()\n"
+            "import msgspec._utils, typing, typing_extensions\n"
+            "assert msgspec._utils._get_type_hints is typing.get_type_hints\n"
+            "print(typing_extensions.__name__, file=sys.stderr)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    )
+    assert done.stderr.splitlines()[-1] == "typing_extensions"

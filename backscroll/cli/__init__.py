@@ -14,7 +14,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from backscroll.cli.quick import command_for
+from backscroll.cli.quick import QUICK, command_for
 
 if TYPE_CHECKING:
     import typer
@@ -42,6 +42,8 @@ def main() -> None:
     # over the objects its imports make (~40 of them, freeing ~480 objects in all) were 0.14x
     # Python's own start. Any other command (the daemon, the view's server) keeps it.
     gc.disable()
+    if sys.argv[1:2] and sys.argv[1] in QUICK:
+        _msgspec_alone()
     quick = command_for(sys.argv[1:])
     if quick is None:
         gc.enable()
@@ -60,6 +62,21 @@ def main() -> None:
         sys.exit(130)
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+def _msgspec_alone() -> None:
+    """Import msgspec as it is where typing_extensions is not installed: it then resolves
+    annotations with ``typing.get_type_hints``, which on this Python does for the contract's,
+    the log's and the views' Structs what typing_extensions' would. typing_extensions
+    imports ``inspect`` (with ``ast``, ``dis`` and ``tokenize``): 0.39x Python's own start,
+    which a quick command paid for nothing. Anything imported later that wants it gets it."""
+    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
+        return
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # import fails
+    try:
+        import msgspec  # noqa: F401
+    finally:
+        del sys.modules["typing_extensions"]
 
 
 def _typer_main() -> Any:
