@@ -165,6 +165,11 @@ def test_a_status_loads_no_writer_search_engine_logging_or_cipher() -> None:
         # Whether it is installed is found without importing it (its packages above the
         # compiled core are imported to find it).
         "cryptography.hazmat.bindings._rust",
+        # inspect (with ast, dis, tokenize), by typing_extensions for msgspec, or by
+        # dataclasses for the capture backend's session
+        "inspect",
+        "dataclasses",
+        "typing_extensions",
     }
     assert sorted(unwanted & modules) == []
 
