@@ -268,3 +268,48 @@ def test_typing_extensions_imports_after_a_quick_command() -> None:
         cwd=REPO,
     )
     assert done.stderr.splitlines()[-1] == "typing_extensions"
+
+
+@pytest.mark.parametrize(
+    ("args", "finalized"), [(["status", "--json"], False), (["timeline", "--json"], True)]
+)
+def test_the_console_script_ends_a_quick_command_at_once_with_its_output_written(
+    args: list[str], finalized: bool
+) -> None:
+    """``console`` ends a quick command's process without Python's finalization (an atexit
+    hook is one of its steps), its whole answer written; any other command exits as usual."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import atexit, sys\n"
+            "from backscroll.cli import console\n"
+            "atexit.register(lambda: print('finalized', file=sys.stderr))\n"
+            f"sys.argv = ['backscroll', *{args!r}]\n"
+            "console()",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["action"] == args[0]
+    assert ("finalized" in done.stderr) == finalized
+
+
+def test_the_console_script_keeps_a_quick_commands_exit_code() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from backscroll.cli import console\n"
+            "sys.argv = ['backscroll', 'search', 'x', '--since', 'not a time']\n"
+            "console()",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("backscroll: ")
