@@ -34,18 +34,28 @@ def main() -> None:
     (locals would hold screen text and keys). Exit 2 for a usage error (an unknown option, a
     missing argument, a value of the wrong type), 1 for every other error and for a declined
     confirmation, 130 on Ctrl-C; a command's own ``typer.Exit(code)`` passes through."""
+    _escape_unencodable_output()
+    # A quick command runs for a tenth of a second and exits: the cycle collector's passes
+    # over the objects its imports make (~40 of them, freeing ~480 objects in all) were 0.13x
+    # Python's own start. Any other command (the daemon, the view's server) keeps it, and a
+    # process that goes on once ``main`` returns (a test's) has it back.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _main(collecting)
+    finally:
+        if collecting:  # a process that goes on (a test's) collects again
+            gc.enable()
+
+
+def _main(collecting: bool) -> None:
     from base.errors import BackscrollError, DiskFullError, is_disk_full
     from base.home import resolve_home
 
-    _escape_unencodable_output()
-    # A quick command runs for a tenth of a second and exits: the cycle collector's passes
-    # over the objects its imports make (~40 of them, freeing ~480 objects in all) were 0.14x
-    # Python's own start. Any other command (the daemon, the view's server) keeps it.
-    gc.disable()
     if sys.argv[1:2] and sys.argv[1] in QUICK:
         _msgspec_alone()
     quick = command_for(sys.argv[1:])
-    if quick is None:
+    if quick is None and collecting:
         gc.enable()
     global _ran_quickly
     _ran_quickly = quick is not None
