@@ -1,3 +1,3 @@
-from backscroll.cli import main
+from backscroll.cli import console
 
-main()
+console()

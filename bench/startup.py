@@ -7,7 +7,7 @@ processes, the code before and after beside ``python -c pass``, in one run.
 ``--before`` (a git ref, default 1a8df0e: main before issue 23's start-up work) is checked out
 into a temporary ``git worktree``, removed after; this tree is "after". Each is run with this
 interpreter, that tree first on PYTHONPATH and as the working folder, as the console script
-runs it (``from backscroll.cli import main; main()``): the same installed libraries, only
+runs it (the function its pyproject.toml names): the same installed libraries, only
 Backscroll's code differs. The baseline is ``python -c pass`` with the same interpreter.
 
 The store is ``bench.search``'s (``--frames`` frames of real screen text over 500 days, 20%
@@ -49,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,8 +62,9 @@ from bench.search import search_store
 RESULTS = REPO / "bench" / "results" / "startup.txt"
 TARGET = 4.0
 LAYERS = ("base", "eventlog", "projector", "capture", "query", "backscroll")
-# What the console script does, with this tree's code first on the path.
-CONSOLE = "import sys; from backscroll.cli import main; sys.argv[0] = 'backscroll'; main()"
+# What the console script does, with the tree's code first on the path: its function as the
+# tree's pyproject.toml names it (``main`` before 2026-12-03, ``console`` since).
+CONSOLE = "import sys; from {module} import {function}; sys.argv[0] = 'backscroll'; {function}()"
 
 # Cachegrind without its cache simulation: the instruction count alone, no output file.
 COUNT = ("valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null")
@@ -88,6 +90,13 @@ def compile_tree(tree: Path) -> None:
         env=environment(tree),
         stdout=subprocess.DEVNULL,
     )
+
+
+def console(tree: Path) -> str:
+    """The code that runs ``tree``'s console script, as ``python -c`` runs it."""
+    scripts = tomllib.loads((tree / "pyproject.toml").read_text())["project"]["scripts"]
+    module, function = scripts["backscroll"].split(":")
+    return CONSOLE.format(module=module, function=function)
 
 
 def check_code(tree: Path) -> None:
@@ -223,7 +232,7 @@ def main() -> None:
         for label, tree in trees.items():
             for extra in (["status"], ["search", args.word]):
                 for where, suffix in ((home, ""), (behind, ", views behind")):
-                    argv = [sys.executable, "-c", CONSOLE, *extra, "--home", str(where)]
+                    argv = [sys.executable, "-c", console(tree), *extra, "--home", str(where)]
                     commands[(f"backscroll {' '.join(extra)}{suffix}", label)] = (argv, tree)
         times: dict[tuple[str, str], list[tuple[float, float]]] = {key: [] for key in commands}
         say(f"load average at start: {load_average()}")

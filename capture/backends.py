@@ -28,8 +28,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from base.errors import CaptureError
 
@@ -107,8 +106,9 @@ class OcrEngine(Protocol):
     def close(self) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Backends:
+# NamedTuples, not dataclasses: ``dataclasses`` imports ``inspect`` (with ``ast``, ``dis``
+# and ``tokenize``), which ``status`` paid for asking ``session()`` (0.39x Python's start).
+class Backends(NamedTuple):
     name: str  # "x11", "wlroots" or "gnome"
     probe: Probe
     ax: TextReader
@@ -157,8 +157,7 @@ GNOME_DESKTOPS = ("gnome", "ubuntu", "pop", "gnome-classic")
 KDE_DESKTOPS = ("kde", "plasma")
 
 
-@dataclass(frozen=True, slots=True)
-class Session:
+class Session(NamedTuple):
     """What ``backends()`` reads of the session, and what it would choose."""
 
     wayland: bool

@@ -23,7 +23,7 @@ import msgspec
 from base import tokens
 from base.errors import DecryptionError
 from projector.index import broken
-from projector.schema import frame_meta, partition_of
+from projector.schema import frame_meta, frame_query, partition_of
 from projector.state import Deletion, matches
 from query._queries import TimeSpan, utc_us
 from query.search import Hit, Searcher
@@ -52,11 +52,15 @@ MOST_BETWEEN = 64
 # store, 15 moments held 40 frames on average (at most 80).
 FETCH = 3
 MOST_HITS = 3000
+# Instructions to find the frames of one id by its term, and to read one frame's id from the
+# column for a range (``_ids_query``).
+TERM_COST = 22_000
+RANGE_COST = 40
 
 
 class Moment(msgspec.Struct, kw_only=True):
     """One answer: ``hit`` is the best-ranked frame, ``frames`` every hit of the moment in
-    time order (``hit`` among them)."""
+    time order (``hit`` among them). Only ``hit`` has its snippet."""
 
     hit: Hit
     frames: list[Hit]
@@ -97,21 +101,25 @@ def search_moments(
     by: By = "both",
 ) -> Moments:
     """The best ``limit`` moments for ``query``: ``limit`` counts moments, not frames. Fewer
-    only when no more frames match, or with ``incomplete`` saying why."""
+    only when no more frames match, or with ``incomplete`` saying why. A moment shows its
+    best hit's snippet alone: the other frames' snippets are not made (finding the words in
+    each frame's text was a search's third most costly step, two in three of them unseen)."""
     want = min(limit * FETCH, MOST_HITS)
     while True:
-        hits = searcher.search(query, span, app, want, by=by)
+        hits = searcher.search(query, span, app, want, by=by, snippets=False)
         found = Moments(group(searcher, hits)[:limit])
         found.incomplete = searcher.incomplete
         found.meaning_note = searcher.meaning_note
         if len(found) >= limit or len(hits) < want:
-            return found
+            break
         if want >= MOST_HITS:
             found.incomplete = "; ".join(
                 filter(None, [searcher.incomplete, _crowded(len(hits), len(found))])
             )
-            return found
+            break
         want = min(want * 3, MOST_HITS)
+    searcher.snip([moment.hit for moment in found], query)
+    return found
 
 
 def _crowded(hits: int, moments: int) -> str:
@@ -147,6 +155,26 @@ def group(searcher: Searcher, hits: list[Hit]) -> list[Moment]:
     ]
 
 
+def _ids_query(
+    schema: tantivy.Schema, pairs: list[tuple[Hit, Hit]], ids: list[int], docs: int
+) -> tantivy.Query:
+    """The frames with ``ids`` (those from each pair's first hit to its second), in a month
+    of ``docs`` frames: each id looked up in the id field's terms, or where that costs more,
+    each pair's range of ids, read from the id column. A range scans the column whole (~40
+    instructions a frame, Tantivy's); a term lookup cost ~22,000 instructions an id, Python's
+    making of the query most of it: a search's 28 pairs over 124 ids in months of ~7,000
+    frames took 8 M instructions in ranges, 2.8 M in terms."""
+    import tantivy
+
+    should = tantivy.Occur.Should
+    if len(ids) * TERM_COST < len(pairs) * docs * RANGE_COST:
+        return tantivy.Query.boolean_query([(should, frame_query(schema, i)) for i in ids])
+    unsigned = tantivy.FieldType.Unsigned
+    return tantivy.Query.boolean_query(
+        [(should, tantivy.Query.range_query(schema, "id", unsigned, a.id, b.id)) for a, b in pairs]
+    )
+
+
 def _root(leader: list[int], rank: int) -> int:
     while leader[rank] != rank:
         rank = leader[rank]
@@ -163,7 +191,7 @@ def _jaccard(x: set[str], y: set[str]) -> float:
 
 
 class _Frame(NamedTuple):
-    """A frame of the log between two hits, as ``matches`` reads it, with its words (None:
+    """A frame of the log between two hits, as ``matches`` reads it, with its text (None:
     encrypted, and it does not open here)."""
 
     frame_id: int
@@ -171,17 +199,20 @@ class _Frame(NamedTuple):
     app: str
     title: str
     url: str
-    words: set[str] | None
+    text: str | None
 
 
 class _Log:
     """The log's frames between the hits of each pair, in log order, read from the index
-    for all pairs in one search a month. A frame's words are computed once."""
+    for all pairs in one search a month. A frame's text is read once, and its words found
+    once, only where they are compared: a pair's run ends at the first frame of another
+    window, whose words (and the frame's before it) are never needed."""
 
     def __init__(self, searcher: Searcher, pairs: list[tuple[Hit, Hit]]) -> None:
         self.searcher = searcher
         self.pending: list[Deletion] | None = None
-        self.words: dict[int, set[str] | None] = {}
+        self.texts: dict[int, str | None] = {}
+        self.words: dict[int, set[str]] = {}
         # A frame's id is its offset in the log, and offsets count events one by one: more
         # than MOST_BETWEEN offsets apart, more than MOST_BETWEEN events came between, and
         # the pair is apart without reading anything.
@@ -212,12 +243,8 @@ class _Log:
         found: list[tuple[int, tantivy.Index, tantivy.Searcher, tantivy.DocAddress]] = []
         for index, reaching in months.values():
             searcher = index.searcher()
-            unsigned, should = tantivy.FieldType.Unsigned, tantivy.Occur.Should
-            ranges = [
-                (should, tantivy.Query.range_query(index.schema, "id", unsigned, a.id, b.id))
-                for a, b in reaching
-            ]
-            within = tantivy.Query.boolean_query(ranges)
+            ids = sorted({i for a, b in reaching for i in range(a.id, b.id + 1)})
+            within = _ids_query(index.schema, reaching, ids, searcher.num_docs)
             most = sum(b.id - a.id + 1 for a, b in reaching)  # at least all of them
             order = tantivy.Order.Asc
             try:
@@ -242,7 +269,7 @@ class _Log:
             return False
         stretch = self.places[bisect_left(self.ids, a.id) : bisect_right(self.ids, b.id)]
         window = (a.app, a.title)
-        before: set[str] | None = None
+        before: _Frame | None = None
         for index, searcher, address in stretch:
             try:
                 frame = self._frame(searcher.doc(address).to_dict())
@@ -252,28 +279,34 @@ class _Log:
                 self.searcher.views.broke(index, exc)
                 return False
             if before is None:  # ``a`` comes first
-                before = frame.words
-                if before is None:
+                if frame.text is None:
                     return False
+                before = frame
                 continue
             if not self._visible(frame):
                 continue
-            if (frame.app, frame.title) != window or frame.words is None:
+            if (frame.app, frame.title) != window or frame.text is None:
                 return False
-            if _jaccard(before, frame.words) < SIMILAR:
+            if _jaccard(self._words(before), self._words(frame)) < SIMILAR:
                 return False
             if frame.frame_id == b.id:
                 return True
-            before = frame.words
+            before = frame
         return False
 
     def _frame(self, d: dict[str, Any]) -> _Frame:
         frame_id = d["id"][0]
         *_, app, title, url = frame_meta(bytes(d["meta"][0]))
-        if frame_id not in self.words:
-            text = self._text(d)
-            self.words[frame_id] = None if text is None else set(tokens.words(text))
-        return _Frame(frame_id, d["ts"][0], app, title, url, self.words[frame_id])
+        if frame_id not in self.texts:
+            self.texts[frame_id] = self._text(d)
+        return _Frame(frame_id, d["ts"][0], app, title, url, self.texts[frame_id])
+
+    def _words(self, frame: _Frame) -> set[str]:
+        words = self.words.get(frame.frame_id)
+        if words is None:
+            assert frame.text is not None
+            words = self.words[frame.frame_id] = set(tokens.words(frame.text))
+        return words
 
     def _text(self, d: dict[str, Any]) -> str | None:
         """The frame's text; None for an encrypted frame that does not open here."""

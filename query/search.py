@@ -100,6 +100,8 @@ class Searcher:
         """Why the last ``search`` found by words alone what meaning might have found (the
         meaning view is behind, or off); None when it did not."""
         self._spans: dict[int, tuple[int, int]] = {}
+        self._unsnipped: dict[int, _Found] = {}
+        """The hits of the last ``search`` made without snippets, with their texts."""
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -112,31 +114,35 @@ class Searcher:
         *,
         fuzzy: bool = True,
         by: By = "both",
+        snippets: bool = True,
     ) -> list[Hit]:
         """Best first: the exact word matches fused with the frames by meaning
         (``query.meaning``; ``by`` one of them alone). When neither finds a frame: the
         frames that have every term with a word one edit away in OCR'd text, newest first
         (``Hit.fuzzy``; not with ``fuzzy=False``), else near misses with some of them
-        (``Hit.near_miss``)."""
+        (``Hit.near_miss``). Without ``snippets`` the hits have none until ``snip`` gives them
+        theirs."""
         _check_app(app)
         terms = parse_query(query)
         self.incomplete = self.meaning_note = None
         self._spans = {}
+        self._unsnipped = {}
         found = [] if by == "meaning" else self._search(terms, span, app, limit, every=True)
         for each in found:
             each.hit.matched_by = ("words",)
         if by != "words":
             found = self._with_meaning(found, query, span, app, limit, by)
-        if by == "meaning":
-            return [self._with_snippet(each, terms) for each in found]
-        if not found and fuzzy and any(forgivable(t) for t in terms):
+        if not found and by != "meaning" and fuzzy and any(forgivable(t) for t in terms):
             found = self._forgiving(terms, span, app, limit)
             for each in found:
                 each.hit.fuzzy = True
-        if not found and len(terms) > 1:
+        if not found and by != "meaning" and len(terms) > 1:
             found = self._search(terms, span, app, limit, every=False)
             for each in found:
                 each.hit.near_miss = True
+        if not snippets:
+            self._unsnipped = {each.hit.id: each for each in found}
+            return [each.hit for each in found]
         return [self._with_snippet(each, terms) for each in found]
 
     def _with_meaning(
@@ -232,6 +238,13 @@ class Searcher:
                     out.append(each)
         out.sort(key=lambda f: (-f.hit.score, -f.hit.id))
         return out[:limit]
+
+    def snip(self, hits: list[Hit], query: str) -> None:
+        """Give ``hits``, of the last ``search`` made without ``snippets`` for ``query``, the
+        snippets that search would have given them."""
+        terms = parse_query(query)
+        for hit in hits:
+            self._with_snippet(self._unsnipped[hit.id], terms)
 
     def _search(
         self, terms: list[Term], span: TimeSpan, app: str | None, limit: int, *, every: bool

@@ -15,6 +15,7 @@ from backscroll.cli.app import app as cli
 from backscroll.importer import import_frames
 from backscroll.store import MemoryStore
 from backscroll.tools import MemoryTool
+from base import tokens
 from query.moments import MOST_HITS, SIMILAR, similarity
 from tests.helpers import NOW
 
@@ -84,6 +85,47 @@ def test_ten_frames_of_one_terminal_are_one_moment_with_every_frame(store: Memor
     assert [m.hit.id for m in moments] == [
         h.id for h in hits if h.app != "Terminal" or h.id == terminal.hit.id
     ]
+
+
+def test_each_moment_shows_the_snippet_its_best_hit_has_in_a_search(store: MemoryStore) -> None:
+    """Only the best hit's snippet is made, and it is the one a search of frames makes."""
+    snippets = {h.id: h.snippet for h in store.search("unpacking", limit=50)}
+    moments = store.moments("unpacking")
+    assert [m.hit.snippet for m in moments] == [snippets[m.hit.id] for m in moments]
+    assert all(m.hit.snippet for m in moments)
+
+
+def test_a_frame_of_another_window_between_two_hits_is_not_split_into_words(
+    backscroll_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run of a window ends at another window's frame: its words are not needed."""
+    between = other_text(3).replace(" unpacking", "")
+    store = MemoryStore(write=True)
+    import_frames(
+        store,
+        [
+            line(0, "Terminal", "build", log_view(40)),
+            line(1, "Firefox", "Docs", between),
+            line(2, "Terminal", "build", log_view(41)),
+        ],
+    )
+    split: list[str] = []
+    words = tokens.words
+    monkeypatch.setattr(tokens, "words", lambda text: split.append(text) or words(text))
+    moments = store.moments("unpacking")
+    assert [len(m.frames) for m in moments] == [1, 1]  # apart: a frame of Firefox came between
+    assert between not in split
+
+
+@pytest.mark.parametrize("term_cost", [0, 10**12])  # by their terms; by their ranges
+def test_the_frames_between_hits_are_found_by_their_ids_or_by_their_ranges_alike(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, term_cost: int
+) -> None:
+    import query.moments
+
+    monkeypatch.setattr(query.moments, "TERM_COST", term_cost)
+    moments = store.moments("unpacking")
+    assert sorted(len(m.frames) for m in moments) == [1, 1, 10]
 
 
 def test_limit_counts_moments_not_frames(store: MemoryStore) -> None:

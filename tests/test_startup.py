@@ -115,6 +115,10 @@ def test_a_search_loads_nothing_for_pictures_capture_agents_or_help() -> None:
         "importlib.metadata",  # the crc32c package's __init__ asks it for its version
         "typer",  # backscroll.cli.quick reads the line
         "query.when",  # no time phrase to resolve
+        # msgspec is imported as where typing_extensions is not installed (which imports
+        # inspect, with ast, dis and tokenize)
+        "typing_extensions",
+        "inspect",
     )
     assert sorted(m for m in modules if m.startswith(tuple(f"{u}." for u in unwanted))) == []
     assert not set(unwanted) & modules
@@ -167,6 +171,11 @@ def test_a_status_loads_no_writer_search_engine_logging_or_cipher() -> None:
         "onnxruntime",  # the meaning view's backlog is read without its model
         "tokenizers",
         "numpy",
+        # inspect (with ast, dis, tokenize), by typing_extensions for msgspec, or by
+        # dataclasses for the capture backend's session
+        "inspect",
+        "dataclasses",
+        "typing_extensions",
     }
     assert sorted(unwanted & modules) == []
 
@@ -213,3 +222,104 @@ def test_a_search_of_frames_whose_text_is_plaintext_asks_no_key_store(
     monkeypatch.setattr(keys, "load_key", lambda *_, **__: pytest.fail("the key store was asked"))
     code, out, _ = run(capsys, "search", "refused")
     assert code == 0 and "1 match(es)" in out
+
+
+@pytest.mark.parametrize(("args", "collecting"), [(["status"], False), (["--help"], True)])
+def test_only_a_quick_command_runs_without_the_cycle_collector(
+    args: list[str], collecting: bool
+) -> None:
+    """A quick command exits within a tenth of a second; any other (the daemon, the view's
+    server) runs for as long as it likes and needs its cycles collected, and so does the
+    process that called ``main`` once it returns."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import gc, sys\n"
+            "import backscroll.cli._run as run\n"
+            "import backscroll.cli as cli\n"
+            "from backscroll.cli import main\n"
+            "run.status = lambda home, json: print(gc.isenabled(), file=sys.stderr)\n"
+            "cli._typer_main = lambda: print(gc.isenabled(), file=sys.stderr)\n"
+            f"sys.argv = ['backscroll', *{args!r}]\n"
+            "try:\n"
+            "    main()\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            "print(gc.isenabled(), file=sys.stderr)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    )
+    *during, after = done.stderr.splitlines()
+    assert during[-1:] == [str(collecting)]
+    assert after == "True"
+
+
+def test_typing_extensions_imports_after_a_quick_command() -> None:
+    """msgspec is imported without it, and whatever wants it later still gets it."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from backscroll.cli import main\n"
+            "sys.argv = ['backscroll', 'status']\n"
+            "main()\n"
+            "import msgspec._utils, typing, typing_extensions\n"
+            "assert msgspec._utils._get_type_hints is typing.get_type_hints\n"
+            "print(typing_extensions.__name__, file=sys.stderr)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    )
+    assert done.stderr.splitlines()[-1] == "typing_extensions"
+
+
+@pytest.mark.parametrize(
+    ("args", "finalized"), [(["status", "--json"], False), (["timeline", "--json"], True)]
+)
+def test_the_console_script_ends_a_quick_command_at_once_with_its_output_written(
+    args: list[str], finalized: bool
+) -> None:
+    """``console`` ends a quick command's process without Python's finalization (an atexit
+    hook is one of its steps), its whole answer written; any other command exits as usual."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import atexit, sys\n"
+            "from backscroll.cli import console\n"
+            "atexit.register(lambda: print('finalized', file=sys.stderr))\n"
+            f"sys.argv = ['backscroll', *{args!r}]\n"
+            "console()",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["action"] == args[0]
+    assert ("finalized" in done.stderr) == finalized
+
+
+def test_the_console_script_keeps_a_quick_commands_exit_code() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from backscroll.cli import console\n"
+            "sys.argv = ['backscroll', 'search', 'x', '--since', 'not a time']\n"
+            "console()",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("backscroll: ")
