@@ -175,7 +175,8 @@ class Timeline {
   }
 
   // The strip first holds the moments around the one shown, and the rest once the day is on
-  // screen: laying out a day's 2,000 moments before its first paint took ~90 ms of ~300.
+  // screen: laying out all 601 moments of the bench's day of 2,000 frames first took ~90 ms
+  // of its ~300 ms first paint.
   drawAround(n) {
     const from = Math.max(0, n - FIRST_MOMENTS);
     const to = Math.min(this.groups.length, n + FIRST_MOMENTS + 1);
