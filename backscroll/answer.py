@@ -72,15 +72,26 @@ PRIVACY = frozenset({"redact", "encrypt_text", "encrypt_thumbnails"})
 
 class Reply(NamedTuple, Generic[A]):
     answer: A
-    text: str
-    """The spec's rendering of the answer."""
+    render: Callable[[], str]
+    """Makes the spec's rendering of the answer, only for a caller that shows it: the view
+    sends the answer alone (the text of a day of 2,000 frames took 13 of its 46 ms)."""
+
+    @property
+    def text(self) -> str:
+        """The spec's rendering of the answer."""
+        return self.render()
 
 
 class Shown(NamedTuple):
     answer: ShowAnswer
-    text: str
+    render: Callable[[], str]
     jpeg: bytes | None
     """The decrypted thumbnail, when asked for and readable."""
+
+    @property
+    def text(self) -> str:
+        """The spec's rendering of the frame."""
+        return self.render()
 
 
 Span = tuple[datetime | None, datetime | None]
@@ -139,10 +150,12 @@ def search(store: MemoryStore, request: SearchRequest) -> Reply[SearchAnswer]:
         next_cursor=paging.encode(cursor) if more else None,
         meaning_behind=ranked.meaning_note,
     )
-    text = search_text(query, moments, start, end, app, why)
-    if ranked.meaning_note:
-        text += f"\nnote: {ranked.meaning_note}"
-    return Reply(answer, _noted(text, answer))
+    note = f"\nnote: {ranked.meaning_note}" if ranked.meaning_note else ""
+
+    def text() -> str:
+        return search_text(query, moments, start, end, app, why) + note
+
+    return Reply(answer, lambda: _noted(text(), answer))
 
 
 def timeline(store: MemoryStore, request: TimelineRequest) -> Reply[TimelineAnswer]:
@@ -187,7 +200,7 @@ def timeline(store: MemoryStore, request: TimelineRequest) -> Reply[TimelineAnsw
         incomplete=store.views.incomplete(),
         next_cursor=paging.encode(cursor) if cursor else None,
     )
-    return Reply(answer, _noted(timeline_text(shown, start, end, app, why), answer))
+    return Reply(answer, lambda: _noted(timeline_text(shown, start, end, app, why), answer))
 
 
 def summary(store: MemoryStore, request: SummaryRequest) -> Reply[SummaryAnswer]:
@@ -209,7 +222,7 @@ def summary(store: MemoryStore, request: SummaryRequest) -> Reply[SummaryAnswer]
     reply = answer_of(
         activity, start, end, request.app, request.limit, gap, why, store.views.incomplete()
     )
-    return Reply(reply, _noted(summary_text(reply), reply))
+    return Reply(reply, lambda: _noted(summary_text(reply), reply))
 
 
 def show(store: MemoryStore, request: ShowRequest) -> Shown:
@@ -225,14 +238,14 @@ def show(store: MemoryStore, request: ShowRequest) -> Shown:
         raise NotFoundError(f"{exc}, or in a damaged view: {damaged}") from None
     jpeg = store.thumbnail(hit) if request.include_image else None
     answer = ShowAnswer(**Frame.fields(hit), text=hit.text, problem=hit.problem)
-    return Shown(answer, show_text(hit), jpeg)
+    return Shown(answer, lambda: show_text(hit), jpeg)
 
 
 def status(store: MemoryStore) -> Reply[Status]:
     from backscroll.status import collect, render
 
     info = collect(store)
-    return Reply(info, render(info))
+    return Reply(info, lambda: render(info))
 
 
 def audit_log(store: MemoryStore, request: LogRequest) -> LogAnswer:

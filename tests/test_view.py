@@ -261,6 +261,17 @@ def test_an_encrypted_thumbnail_is_served_decrypted_from_memory(
     assert answer.content[:2] == b"\xff\xd8"
 
 
+def test_each_read_says_its_server_time_and_its_wait_for_the_reader(view: TestClient) -> None:
+    """``Server-Timing``: ``app``, the whole answer, and ``wait``, its part spent waiting for
+    the one reader (the bench counts a thumbnail's own time apart from its turn)."""
+    slack = ids(view)["Slack"]
+    for path in (f"/api/thumbnail/{slack}", "/api/search?query=lunch", "/api/frame/12345"):
+        timing = view.get(path).headers["server-timing"]
+        app = re.search(r"app;dur=([0-9.]+)", timing)
+        wait = re.search(r"wait;dur=([0-9.]+)", timing)
+        assert app and wait and float(wait.group(1)) <= float(app.group(1)), (path, timing)
+
+
 @pytest.mark.parametrize(
     ("path", "said"),
     [

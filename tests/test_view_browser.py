@@ -216,6 +216,47 @@ def test_a_person_opens_the_address_scrubs_with_the_keyboard_and_changes_day(
         expect(page.locator("#note")).to_contain_text("someday")
 
 
+def test_a_day_of_many_moments_shows_the_ones_around_the_frame_first_then_all(
+    backscroll_home: Path, page: Any, tmp_path: Path
+) -> None:
+    """The strip is drawn around the frame opened before the first paint, and the rest of
+    the day's moments right after it, the one opened staying in view."""
+    start = datetime.now().astimezone().replace(hour=9, minute=0, second=0, microsecond=0)
+    start -= timedelta(days=1)
+    rows = [
+        {"ts": (start + timedelta(minutes=n)).isoformat(), "app": f"App{n}", "title": f"w{n}"}
+        for n in range(150)
+    ]
+    with MemoryStore(write=True) as store:
+        import_frames(store, [json.dumps({**r, "text": f"moment {n}"}) for n, r in enumerate(rows)])
+        ids = answer.timeline(
+            store,
+            contract.parse(contract.TimelineRequest, {"since": start.isoformat(), "limit": 1000}),
+        ).answer.ids
+    served = Served(backscroll_home)
+    try:
+        with shot_on_failure(page, tmp_path):
+            page.goto(served.url)
+            page.goto(f"{served.origin}/frame/{ids[100]}")
+            expect(page.locator("#frame-app")).to_have_text("App100")
+            expect(page.locator("#moments li")).to_have_count(150)
+            current = page.locator("#moments li.current")
+            assert current.get_attribute("data-group") == "100"
+            strip = page.locator("#moments").bounding_box()
+            shown = current.bounding_box()
+            assert (
+                strip["x"] <= shown["x"]
+                and shown["x"] + shown["width"] <= strip["x"] + strip["width"]
+            )
+            page.keyboard.press("ArrowLeft")
+            expect(page.locator("#frame-app")).to_have_text("App99")
+            page.locator('#moments li[data-group="0"] button').click()
+            expect(page.locator("#frame-app")).to_have_text("App0")
+            assert page.locator("#moments li.current").get_attribute("data-group") == "0"
+    finally:
+        served.stop()
+
+
 def test_a_person_searches_and_opens_a_moment_in_the_timeline(
     view: Served, page: Any, tmp_path: Path
 ) -> None:

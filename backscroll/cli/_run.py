@@ -80,7 +80,7 @@ def search(request: SearchRequest, home: Path | None, json: bool) -> None:
     with open_store(home) as store:
         answered = answer.search(store, request)
         note_lag(store)
-    reply(*answered, json)
+    reply(answered.answer, answered.text, json)
 
 
 def status(home: Path | None, json: bool) -> None:
@@ -88,4 +88,4 @@ def status(home: Path | None, json: bool) -> None:
 
     with open_store(home) as store:
         answered = answer.status(store)
-    reply(*answered, json)
+    reply(answered.answer, answered.text, json)

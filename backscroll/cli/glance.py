@@ -30,4 +30,4 @@ def summary(
     with open_store(home) as store:
         answered = answer.summary(store, request)
         note_lag(store)
-    reply(*answered, json)
+    reply(answered.answer, answered.text, json)

@@ -89,7 +89,7 @@ def timeline(
     with open_store(home) as store:
         answered = answer.timeline(store, request)
         note_lag(store)
-    reply(*answered, json)
+    reply(answered.answer, answered.text, json)
 
 
 def show(
