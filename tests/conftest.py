@@ -39,6 +39,15 @@ def backscroll_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture(autouse=True)
+def words_only(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test not marked ``meaning`` runs in-process as on a machine without the model: each
+    import and search would otherwise load it (0.5 s) and embed every frame (0.13 s each),
+    which made the whole suite three times as long. Processes a test starts keep it."""
+    if request.node.get_closest_marker("meaning") is None:
+        monkeypatch.setattr("projector.embedder.available", lambda: False)
+
+
 @pytest.fixture
 def png(tmp_path: Path) -> Path:
     """A small screenshot file, for an imported frame's image (its thumbnail)."""

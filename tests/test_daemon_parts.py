@@ -126,6 +126,7 @@ def test_the_projector_thread_makes_recorded_frames_searchable_until_it_is_stopp
     assert not thread.is_alive()
 
 
+@pytest.mark.meaning
 def test_the_projector_thread_embeds_frames_in_the_background_after_their_words(
     store: MemoryStore,
 ) -> None:

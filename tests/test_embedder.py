@@ -10,7 +10,10 @@ import pytest
 from projector import embedder as model
 from projector.embedder import OVERLAP_TOKENS, PASSAGE_TOKENS, Embedder, embedder
 
-pytestmark = pytest.mark.skipif(not model.available(), reason="the meaning model is not installed")
+pytestmark = [
+    pytest.mark.meaning,
+    pytest.mark.skipif(not model.available(), reason="the meaning model is not installed"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,10 @@ from tests.helpers import ago, populate, run
 from tests.residue import readable_bytes
 from tests.test_startup import loaded_after
 
-pytestmark = pytest.mark.skipif(not model.available(), reason="the meaning model is not installed")
+pytestmark = [
+    pytest.mark.meaning,
+    pytest.mark.skipif(not model.available(), reason="the meaning model is not installed"),
+]
 
 BILL = (
     "From: billing@nordhafen-logistik.de. Nordhafen Logistics GmbH. Invoice 4471 for the "
