@@ -42,6 +42,12 @@ Since = Annotated[str | None, typer.Option("--since", help=contract.SINCE)]
 Until = Annotated[str | None, typer.Option("--until", help=contract.UNTIL)]
 App = Annotated[str | None, typer.Option("--app", help=contract.APP)]
 Cursor = Annotated[str | None, typer.Option("--cursor", help=contract.CURSOR)]
+PassphraseFile = Annotated[
+    str | None,
+    typer.Option(
+        "--passphrase-file", metavar="PF", help=contract.PASSPHRASE_FILE, show_default=False
+    ),
+]
 
 
 def on_off(value: str | None, name: str) -> bool | None:

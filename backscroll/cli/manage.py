@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from backscroll import contract
-from backscroll.cli._common import App, Home, Json, Since, ask, on_off, open_store
+from backscroll.cli._common import (
+    App,
+    Home,
+    Json,
+    PassphraseFile,
+    Since,
+    ask,
+    on_off,
+    open_store,
+)
 from base.clock import now_us
 from base.errors import UsageError
 
@@ -299,12 +308,7 @@ def import_(
         str | None,
         typer.Option("--archive", metavar="FILE", help=contract.ARCHIVE_IN, show_default=False),
     ] = None,
-    passphrase_file: Annotated[
-        str | None,
-        typer.Option(
-            "--passphrase-file", metavar="PF", help=contract.PASSPHRASE_FILE, show_default=False
-        ),
-    ] = None,
+    passphrase_file: PassphraseFile = None,
     no_meaning: Annotated[bool, typer.Option("--no-meaning", help=contract.NO_MEANING)] = False,
     home: Home = None,
 ) -> None:

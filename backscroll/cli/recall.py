@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from backscroll import contract
-from backscroll.cli._common import App, Home, Since, Until, ask, open_store
+from backscroll.cli._common import App, Home, PassphraseFile, Since, Until, ask, open_store
 from base.errors import BackscrollError, UsageError
 
 
@@ -40,12 +40,7 @@ def export(
         str | None,
         typer.Option("--archive", metavar="FILE", help=contract.ARCHIVE_OUT, show_default=False),
     ] = None,
-    passphrase_file: Annotated[
-        str | None,
-        typer.Option(
-            "--passphrase-file", metavar="PF", help=contract.PASSPHRASE_FILE, show_default=False
-        ),
-    ] = None,
+    passphrase_file: PassphraseFile = None,
     home: Home = None,
 ) -> None:
     """Write a decrypted copy (text and thumbnails) to a new, owner-only folder; or, with
