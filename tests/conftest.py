@@ -90,6 +90,17 @@ def desk(rig: Any) -> Iterator[Any]:
 
 
 @pytest.fixture
+def camera(desk: Any) -> Iterator[Any]:
+    """The capture backends of ``desk``, as the daemon opens them."""
+    from capture.backends import backends
+    from capture.camera import Camera
+
+    opened = Camera(backends(environ=desk.env, system="linux"))
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
 def daemon_kind() -> type[DaemonProcess]:
     """The class of ``daemon``: a module overrides it (tests/test_daemon.py's lets the X11
     desktop settle before it starts)."""

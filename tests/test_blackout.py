@@ -21,7 +21,6 @@ import pytest
 from backscroll.record import Recorder
 from backscroll.store import MemoryStore
 from base.config import Config
-from capture.backends import backends
 from capture.camera import Camera
 from capture.probe import Frontmost
 from capture.seen import Seen
@@ -88,19 +87,6 @@ def read_back(jpeg: bytes) -> str:
 
     image = Image.open(io.BytesIO(jpeg))
     return ocr_text(image.resize((image.width * 2, image.height * 2), Image.Resampling.LANCZOS))
-
-
-@pytest.fixture
-def desk(desktop: Desktop) -> Iterator[Desktop]:
-    yield desktop
-    desktop.close()
-
-
-@pytest.fixture
-def camera(desk: Desktop) -> Iterator[Camera]:
-    opened = Camera(backends(environ=desk.env, system="linux"))
-    yield opened
-    opened.close()
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from backscroll.record import Recorder
 from backscroll.store import MemoryStore
 from base.clock import now_us
 from base.config import Config
-from capture.backends import backends
 from capture.camera import Camera
 from capture.probe import Frontmost
 from capture.seen import Seen
@@ -29,19 +28,6 @@ PROSE = (
     "The greenhouse tomatoes ripened early this year. Water them every second morning and "
     "keep the vents open on warm afternoons so the leaves stay dry."
 )
-
-
-@pytest.fixture
-def desk(desktop: Desktop) -> Iterator[Desktop]:
-    yield desktop
-    desktop.close()
-
-
-@pytest.fixture
-def camera(desk: Desktop) -> Iterator[Camera]:
-    opened = Camera(backends(environ=desk.env, system="linux"))
-    yield opened
-    opened.close()
 
 
 def in_front(desk: Desktop, camera: Camera, window_id: int) -> Frontmost:
