@@ -25,7 +25,6 @@ either side are one line (``WireError``), never a traceback.
 from __future__ import annotations
 
 import os
-import socket
 import struct
 import time
 from datetime import UTC, datetime, timedelta
@@ -42,6 +41,8 @@ from query import TimeSpan, utc_us
 from query.parse import MAX_QUERY_CHARS
 
 if TYPE_CHECKING:
+    import socket
+
     from query.meaning import Asked
 
 __all__ = [
@@ -139,6 +140,8 @@ def socket_address(folder_fd: int) -> str:
 
 def peer_uid(sock: socket.socket) -> int:
     """The uid of the process at the other end (the kernel's word, ``SO_PEERCRED``)."""
+    import socket
+
     _, uid, _ = UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, UCRED.size))
     return int(uid)
 
@@ -207,6 +210,10 @@ class Asker:
         return hits, dict(answer.unreadable)
 
     def _ask(self, asked: MeaningAsked) -> MeaningAnswer:
+        # Here, not at the top: a search of a store with no meaning view never asks, and the
+        # socket module is ~2 ms of a search's ~100 (its constants made enums at import).
+        import socket
+
         deadline = time.monotonic() + TIMEOUT
         folder = os.open(self.folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
