@@ -61,8 +61,9 @@ __all__ = [
 ]
 
 SOCKET = "meaning.sock"
-# 0.25 s: the daemon answers in ~10 ms (bench/results/startup.txt); a hung one costs no more
-# than this before the command loads the model itself, less than that load costs (~0.5 s).
+# 0.25 s: a question cost the daemon 4-6 ms of CPU, and a search with it 10-20 ms more wall
+# than one by words (bench/results/startup.txt); a hung daemon costs no more than this before
+# the command loads the model itself, less than that load (~0.5 s).
 TIMEOUT = 0.25
 # A question matches every frame whose best passage scores the cut-off: a broad one over a
 # large store may match tens of thousands. The first 20,000 (~0.5 MB) are sent; past them

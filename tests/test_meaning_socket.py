@@ -194,6 +194,23 @@ def test_a_search_answered_by_the_daemon_is_the_one_found_without_it_and_loads_n
     assert out.strip() == in_process(served.home, args)
 
 
+def test_an_encrypted_store_is_answered_by_the_daemon_as_without_it(backscroll_home: Path) -> None:
+    with MemoryStore(backscroll_home, write=True) as store:
+        store.set_config(encrypt_text=True)
+    embed(backscroll_home)
+    chunks = list((backscroll_home / "views" / "meaning").glob("*.vec"))
+    assert chunks and all(c.read_bytes()[:1] == b"E" for c in chunks)  # sealed
+    server = Served(backscroll_home)
+    server.start()
+    try:
+        out, notes, modules = searched(backscroll_home, TRIP)
+    finally:
+        server.stop()
+    assert notes == "" and not MODEL_MODULES & modules
+    assert json.loads(out)["matches"][0]["app"] == "Firefox"
+    assert out.strip() == in_process(backscroll_home, [TRIP])
+
+
 def test_the_answer_holds_the_frames_by_meaning_with_their_passages(served: Served) -> None:
     found = json.loads(searched(served.home, TRIP)[0])
     assert found["matches"][0]["app"] == "Firefox"
