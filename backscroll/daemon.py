@@ -7,6 +7,8 @@
 - the projector thread (``backscroll.projector_thread``): the views follow the log, with
   housekeeping (``backscroll.housekeeping``) hourly;
 - the heartbeat (``backscroll.heartbeat``): ``daemon.json``, written every tick;
+- the meaning socket (``backscroll.meaning_server``): the meaning half of a command's
+  search, answered with the model the daemon keeps loaded;
 - the pause hotkey and the AT-SPI announcement (``backscroll.pause_hotkey``,
   ``backscroll.announcement``), following the config.
 
@@ -30,6 +32,7 @@ from pathlib import Path
 from backscroll.announcement import Announcement
 from backscroll.capture_loop import CaptureLoop
 from backscroll.heartbeat import Heartbeat, HeartbeatFile, read_heartbeat
+from backscroll.meaning_server import MeaningServer
 from backscroll.pause_hotkey import PauseHotkey
 from backscroll.projector_thread import ProjectorThread
 from backscroll.record import Recorder, remove_orphan_thumbnails
@@ -111,6 +114,8 @@ class Daemon:
         ]
         for thread in threads:
             thread.start()
+        meaning = MeaningServer(self.store)
+        meaning.start()
         log.info("capture daemon started (pid %d, home %s)", os.getpid(), self.home)
         reason = "stopped"
         try:
@@ -127,6 +132,7 @@ class Daemon:
             self.loop.wake()
             for thread in threads:
                 thread.join(timeout=30)
+            meaning.close()
             self.hotkey.close()
             self.announcement.follow(config.replace(announce_accessibility=False))
             self.store.log.append(DaemonStopped(ts_us=now_us(), pid=os.getpid(), reason=reason))

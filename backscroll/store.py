@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from backscroll.stats import Stats
     from projector.runner import Progress, Projector
     from projector.vectors import MeaningView
-    from query.meaning import By, Meaning
+    from query.meaning import Ask, By, Meaning
     from query.moments import Moments
     from query.search import Hit, Searcher
 
@@ -110,6 +110,9 @@ class MemoryStore:
         self._crypto: FrameCrypto | None = None
         self._crypto_read = self._crypto_ensured = False
         self._meaning_view: Meaning | None = None
+        self.ask_meaning: Ask | None = None
+        """Asked for a search's frames by meaning before the model is loaded here (a
+        command: the daemon, ``backscroll.meaning_socket``); set before the first search."""
         self.config_problem: str | None = None
         """A hand edit of config.json that is refused, or not taken in yet."""
         if not write:
@@ -299,7 +302,7 @@ class MemoryStore:
             if view is None:
                 view = _MEANING_VIEWS[root] = MeaningView(root, crypto)
             view.cipher = crypto
-            self._meaning_view = Meaning(view)
+            self._meaning_view = Meaning(view, ask=self.ask_meaning)
         return self._meaning_view
 
     def search(

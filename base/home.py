@@ -27,3 +27,5 @@ class Layout:
         self.views = home / "views"
         self.search = self.views / "search"
         self.thumbs = home / "thumbs"
+        self.run = home / "run"
+        """The daemon's sockets, 0700: made and cleared by the daemon alone."""

@@ -17,6 +17,15 @@ frames fill three sealed segments and 97% of the active one (62 MB of 64): the m
 active segment a command can meet. A second copy is as a running daemon leaves it while it
 catches up: three events appended past the views, and the views' lock held by another
 process, so commands read the views as they are and say how far behind they are.
+A third store has a meaning view (``--meaning-frames`` frames of the corpus, embedded with
+the real model; cached under /work/bench-data too), where a hybrid search (the default)
+needs the frames by meaning: asked of the daemon's meaning socket (``MeaningServer``, the
+daemon's part, run alone in a process of its own beside the commands), found in process
+where no daemon runs (a copy without the socket: the model loaded by the command), and by
+``--words`` alone. The daemon's CPU for the questions it answered is read from its
+``/proc/PID/stat``. These rows are of this tree only (the code before had no meaning view),
+and are not counted by valgrind (the fallback's model load would take minutes under it, and
+the command's deadline for the daemon's answer is wall time).
 A cache whose ``log/NEXT`` predates its checksum (6ef9f5b) has it written as this code
 writes it (``current_next``), or every status would scan the active segment for the log's
 end, as a store made before then does until its next append.
@@ -41,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import re
 import shutil
@@ -53,9 +63,10 @@ import tomllib
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from bench._checkout import checkout
-from bench._corpus import REPO, Report, copy_store, machine
+from bench._corpus import REPO, Report, cached, copy_store, corpus_file, import_store, machine
 from bench._stats import load_average
 from bench.search import search_store
 
@@ -74,6 +85,20 @@ HOLD = (
     "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR); "
     "fcntl.flock(fd, fcntl.LOCK_EX); print(flush=True); sys.stdin.read()"
 )
+
+# The daemon's meaning socket alone, on a home, until its standard input closes.
+SERVE = (
+    "import sys\n"
+    "from backscroll.meaning_server import MeaningServer\n"
+    "from backscroll.store import MemoryStore\n"
+    "server = MeaningServer(MemoryStore(sys.argv[1], write=True, catch_up=False))\n"
+    "server.start()\n"
+    "print(flush=True)\n"
+    "sys.stdin.read()\n"
+    "server.close()\n"
+)
+# The meaning store's frames come from a small corpus: 30 days, so a search's months are few.
+MEANING_CORPUS = (3000, 30, 1)
 
 say = Report()
 
@@ -185,28 +210,80 @@ def catching_up(home: Path) -> Iterator[Path]:
         holder.wait()
 
 
+def meaning_store(frames: int) -> tuple[Path, dict[str, Any]]:
+    """The first ``frames`` frames of the small corpus, imported and embedded."""
+
+    def build(home: Path) -> dict[str, Any]:
+        from backscroll.store import MemoryStore
+
+        say(f"building the meaning store: {frames:,} frames, embedded with the model")
+        with open(corpus_file(*MEANING_CORPUS)) as lines:
+            info = import_store(home, itertools.islice(lines, frames))
+        start = time.perf_counter()
+        with MemoryStore(home, write=True) as store:
+            embedded = store.embed()
+        return info | {"embedded": embedded, "embed_s": round(time.perf_counter() - start, 1)}
+
+    return cached(f"startup-meaning-n{frames}", build)
+
+
+@contextlib.contextmanager
+def meaning_socket(home: Path) -> Iterator[int]:
+    """The daemon's meaning socket serving ``home``, from this tree; yields its pid."""
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVE, str(home)],
+        cwd=REPO,
+        env=environment(REPO),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    server.stdout.readline()  # started: the model loads, then the socket is made
+    socket_file = home / "run" / "meaning.sock"
+    deadline = time.monotonic() + 120
+    while not socket_file.exists():
+        if time.monotonic() > deadline or server.poll() is not None:
+            raise RuntimeError("the meaning socket did not come up")
+        time.sleep(0.1)
+    try:
+        yield server.pid
+    finally:
+        server.stdin.close()
+        server.wait()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a running process so far (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default="1a8df0e", help="git ref of the code before")
     parser.add_argument("--frames", type=int, default=130_000)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--word", default="error")
+    parser.add_argument("--meaning-frames", type=int, default=300)
     args = parser.parse_args()
 
     for line in machine():
         say(line)
     say(
         f"$ .venv/bin/python -m bench.startup --before {args.before} --frames {args.frames} "
-        f"--runs {args.runs} --word {args.word}"
+        f"--runs {args.runs} --word {args.word} --meaning-frames {args.meaning_frames}"
     )
     say(f"run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
-    cached, info = search_store(args.frames)
+    words_store, info = search_store(args.frames)
+    meaningful, meaning_info = meaning_store(args.meaning_frames)
     with (
         tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp,
         checkout(args.before) as old,
-        catching_up(copy_store(cached, Path(tmp) / "behind")) as behind,
+        catching_up(copy_store(words_store, Path(tmp) / "behind")) as behind,
+        meaning_socket(copy_store(meaningful, Path(tmp) / "served")) as server,
     ):
-        home = copy_store(cached, Path(tmp) / "home")
+        served, alone = Path(tmp) / "served", copy_store(meaningful, Path(tmp) / "alone")
+        home = copy_store(words_store, Path(tmp) / "home")
         if current_next(home):
             say("the cache's log/NEXT predates its checksum: the copy's is written as now")
         active = max((home / "log").glob("*.seg"), default=None)
@@ -214,6 +291,11 @@ def main() -> None:
         say(
             f"store: {info['frames']:,} frames ({info['disk_mb']:,.0f} MB, built "
             f"{info['built']}); active segment {size:.0f} MB of 64"
+        )
+        say(
+            f"meaning store: {meaning_info['frames']:,} frames of the {MEANING_CORPUS[1]}-day "
+            f"corpus, {meaning_info['embedded']:,} embedded in {meaning_info['embed_s']} s "
+            f"(built {meaning_info['built']}); the daemon's meaning socket serves a copy"
         )
         rev = subprocess.run(
             ["git", "-C", str(old), "rev-parse", "--short", "HEAD"],
@@ -234,16 +316,35 @@ def main() -> None:
                 for where, suffix in ((home, ""), (behind, ", views behind")):
                     argv = [sys.executable, "-c", console(tree), *extra, "--home", str(where)]
                     commands[(f"backscroll {' '.join(extra)}{suffix}", label)] = (argv, tree)
+        counted_commands = dict(commands)
+        search = ["search", args.word]
+        for name, label, where, extra in (
+            (f"search {args.word}, meaning view, daemon", "after", served, []),
+            (f"search {args.word} --words, meaning view", "after", served, ["--words"]),
+            (f"search {args.word}, meaning view, no daemon", "fallback", alone, []),
+        ):
+            argv = [sys.executable, "-c", console(REPO), *search, *extra, "--home", str(where)]
+            commands[(f"backscroll {name}", label)] = (argv, REPO)
+        asked = ("backscroll " + f"search {args.word}, meaning view, daemon", "after")
         times: dict[tuple[str, str], list[tuple[float, float]]] = {key: [] for key in commands}
         say(f"load average at start: {load_average()}")
+        server_cpu = 0.0
         for round_ in range(args.runs + 2):
             for key, (argv, tree) in commands.items():
+                before_cpu = cpu_seconds(server)
                 measured = timed(argv, tree)
                 if round_ >= 2:  # two warm-up rounds
                     times[key].append(measured)
+                    if key == asked:
+                        server_cpu += cpu_seconds(server) - before_cpu
         say(f"load average at end: {load_average()}")
+        say(
+            f"the daemon's CPU for the questions it answered: {server_cpu / args.runs * 1e3:.1f} "
+            f"ms a search (mean of {args.runs}; /proc/PID/stat, in clock ticks of "
+            f"{1e3 / os.sysconf('SC_CLK_TCK'):.0f} ms)"
+        )
         counted = (
-            {key: instructions(argv, tree) for key, (argv, tree) in commands.items()}
+            {key: instructions(argv, tree) for key, (argv, tree) in counted_commands.items()}
             if shutil.which("valgrind")
             else {}
         )
@@ -259,26 +360,26 @@ def report(times: dict[tuple[str, str], list[tuple[float, float]]], runs: int) -
     base_wall = statistics.median(w for w, _ in times[("python -c pass", "")])
     base_cpu = statistics.median(c for _, c in times[("python -c pass", "")])
     say(f"median of {runs} runs, ms; x = the ratio to python -c pass in this run")
-    say(f"{'command':42s} {'code':7s} {'wall':>8s} {'x':>6s} {'CPU':>8s} {'x':>6s}")
+    say(f"{'command':50s} {'code':8s} {'wall':>8s} {'x':>6s} {'CPU':>8s} {'x':>6s}")
     worst = 0.0
     for (name, label), measured in times.items():
         wall = statistics.median(w for w, _ in measured)
         cpu = statistics.median(c for _, c in measured)
         ratios = (wall / base_wall, cpu / base_cpu)
         say(
-            f"{name:42s} {label:7s} {wall * 1e3:8.1f} {ratios[0]:6.2f} {cpu * 1e3:8.1f} "
+            f"{name:50s} {label:8s} {wall * 1e3:8.1f} {ratios[0]:6.2f} {cpu * 1e3:8.1f} "
             f"{ratios[1]:6.2f}"
         )
         if label == "after":
             worst = max(worst, *ratios)
-    for name in dict.fromkeys(name for name, label in times if label == "after"):
+    for name in dict.fromkeys(name for name, label in times if (name, "before") in times):
         wall = [statistics.median(w for w, _ in times[(name, v)]) for v in ("after", "before")]
         cpu = [statistics.median(c for _, c in times[(name, v)]) for v in ("after", "before")]
         say(f"{name}: after / before {wall[0] / wall[1]:.2f} wall, {cpu[0] / cpu[1]:.2f} CPU")
     verdict = "met" if worst <= TARGET else "MISSED"
     say(
         f"target: after <= {TARGET:.0f}x python -c pass in wall and CPU time: {verdict} "
-        f"(worst {worst:.2f}x)"
+        f"(worst {worst:.2f}x; the fallback is not held to it)"
     )
 
 
@@ -288,9 +389,9 @@ def report_instructions(counted: dict[tuple[str, str], int]) -> None:
         "instructions in user space (valgrind, one run each), millions; "
         "x = the ratio to python -c pass"
     )
-    say(f"{'command':42s} {'code':7s} {'instr':>8s} {'x':>6s}")
+    say(f"{'command':50s} {'code':8s} {'instr':>8s} {'x':>6s}")
     for (name, label), count in counted.items():
-        say(f"{name:42s} {label:7s} {count / 1e6:8.1f} {count / base:6.2f}")
+        say(f"{name:50s} {label:8s} {count / 1e6:8.1f} {count / base:6.2f}")
 
 
 if __name__ == "__main__":

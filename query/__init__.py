@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from base.fronts import lazy_names
 
 if TYPE_CHECKING:
+    from query._queries import utc_us
     from query.explain import why_empty
     from query.moments import Moment, Moments, search_moments
     from query.parse import Term, parse_query
@@ -55,6 +56,7 @@ __all__ = [
     "span_text",
     "stamp",
     "timeline_text",
+    "utc_us",
     "why_empty",
 ]
 
@@ -79,6 +81,7 @@ _WHERE = {
     "snippet": "query.snippets",
     "stamp": "query.render",
     "timeline_text": "query.render",
+    "utc_us": "query._queries",
     "why_empty": "query.explain",
     "span_text": "query.render",
 }

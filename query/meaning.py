@@ -10,6 +10,9 @@ every word of the query (the exact matches only) and the frames by meaning. Neve
 misses: fused with them, paraphrased questions fell from 19/20 to 6/20 in the top 5 (issue
 26), since a near miss matches "the" or "for". The best exact match keeps the first place:
 a screen that holds the typed words stays first, whatever the meaning says.
+
+A process that would load the model for one question (the command line) first asks one that
+keeps it loaded (the daemon, ``ask``), which runs ``hits`` on the same view.
 """
 
 from __future__ import annotations
@@ -23,23 +26,40 @@ from query._queries import TimeSpan, months, utc_us
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["RRF_K", "By", "Meaning", "fuse"]
+__all__ = ["RRF_K", "Ask", "Asked", "By", "Meaning", "fuse"]
 
 By = Literal["both", "words", "meaning"]
 RRF_K = 60
+
+Asked = tuple[list[MeaningHit], dict[str, str]]
+"""The frames by meaning as another process found them, and the chunks it could not read
+(``MeaningView.unreadable``)."""
+Ask = Callable[[str, TimeSpan], Asked | None]
 
 
 class Meaning:
     """The meaning view and the model that embeds a question."""
 
-    def __init__(self, view: MeaningView, embed: Callable[[str], np.ndarray] | None = None) -> None:
+    def __init__(
+        self,
+        view: MeaningView,
+        embed: Callable[[str], np.ndarray] | None = None,
+        ask: Ask | None = None,
+    ) -> None:
         self.view = view
         self._embed = embed
+        self.ask = ask
+        """Asked first for ``hits``; where it answers None, they are found here."""
 
     def hits(self, query: str, span: TimeSpan) -> list[MeaningHit]:
         """The frames of ``span`` whose best passage scores ``CUTOFF`` or more, best first."""
         if not self.view.manifest().months:
             return []  # nothing embedded: the model is not even loaded
+        if self.ask is not None:
+            asked = self.ask(query, span)
+            if asked is not None:
+                hits, self.view.unreadable = asked
+                return hits
         vector = self.embed(query)
         first, last = months(span)
         start = utc_us(span.start) if span.start else None

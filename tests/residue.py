@@ -22,6 +22,8 @@ def readable_bytes(home: Path) -> list[tuple[str, bytes]]:
     for root, _, files in os.walk(home):
         for name in files:
             path = Path(root, name)
+            if not path.is_file():
+                continue  # a running daemon's socket (run/meaning.sock): it holds no bytes
             out.append((str(path), path.read_bytes()))
             if name.endswith(SEALED_SUFFIX):
                 for record in read_sealed(path):

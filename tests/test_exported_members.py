@@ -95,6 +95,7 @@ def test_query_exports_its_searcher_phrases_and_renderings() -> None:
         "span_text",
         "stamp",
         "timeline_text",
+        "utc_us",
         "why_empty",
     ]
 

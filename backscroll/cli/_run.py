@@ -76,10 +76,15 @@ def note_lag(store: Any) -> None:
 
 def search(request: SearchRequest, home: Path | None, json: bool) -> None:
     from backscroll import answer
+    from backscroll.meaning_socket import Asker
 
     with open_store(home) as store:
+        # The daemon keeps the model loaded: asked first, this process loads none.
+        store.ask_meaning = asker = Asker(store.home)
         answered = answer.search(store, request)
         note_lag(store)
+    if asker.problem:
+        echo(f"note: {asker.problem}; the model was loaded here instead", err=True)
     reply(answered.answer, answered.text, json)
 
 
