@@ -19,7 +19,10 @@ if TYPE_CHECKING:
     import msgspec
 
     from backscroll.contract import Request, SearchRequest
+    from backscroll.meaning_socket import Asker
     from backscroll.store import MemoryStore
+    from query import TimeSpan
+    from query.meaning import Asked
 
 R = TypeVar("R", bound="Request")
 
@@ -76,15 +79,24 @@ def note_lag(store: Any) -> None:
 
 def search(request: SearchRequest, home: Path | None, json: bool) -> None:
     from backscroll import answer
-    from backscroll.meaning_socket import Asker
 
+    asker: list[Asker] = []
     with open_store(home) as store:
-        # The daemon keeps the model loaded: asked first, this process loads none.
-        store.ask_meaning = asker = Asker(store.home)
+
+        def ask(query: str, span: TimeSpan) -> Asked | None:
+            # The daemon keeps the model loaded: asked first, this process loads none. Its
+            # client is imported only for a store with a meaning view (~4 ms a search).
+            from backscroll.meaning_socket import Asker
+
+            if not asker:
+                asker.append(Asker(store.home))
+            return asker[0](query, span)
+
+        store.ask_meaning = ask
         answered = answer.search(store, request)
         note_lag(store)
-    if asker.problem:
-        echo(f"note: {asker.problem}; the model was loaded here instead", err=True)
+    if asker and asker[0].problem:
+        echo(f"note: {asker[0].problem}; the model was loaded here instead", err=True)
     reply(answered.answer, answered.text, json)
 
 
