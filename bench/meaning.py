@@ -176,6 +176,10 @@ ARENA = sys.argv[1] == "on"
 
 # Embedder.load's options, with the memory arena as this run asks, whatever it sets.
 class Asked(onnxruntime.SessionOptions):
+    def __init__(self):
+        super().__init__()
+        self.enable_cpu_mem_arena = ARENA
+
     def __setattr__(self, name, value):
         super().__setattr__(name, ARENA if name == "enable_cpu_mem_arena" else value)
 

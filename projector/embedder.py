@@ -93,9 +93,9 @@ class Embedder:
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
         # ONNX Runtime's memory arena stays on: it keeps the largest run's buffers (298 MB
-        # resident after 300 frames against 246 MB without it), bounded by a passage's 240
-        # words, and without it a frame cost 14.2 ms of CPU against 9.8, and the process
-        # peaked at 391 MB against 298 (bench/meaning.py).
+        # resident after 300 frames against 246-250 MB without it), bounded by a passage's
+        # 240 words; without it a frame cost 0-45% more CPU over four runs of
+        # bench/meaning.py, and one run peaked at 391 MB against 298.
         options.register_custom_ops_library(get_library_path())
         with _checked_model() as path:
             session = onnxruntime.InferenceSession(
