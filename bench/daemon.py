@@ -1,7 +1,8 @@
 """The capture daemon as a whole process: CPU when idle, memory over many frames, bytes a frame.
 
     cd /work/main && .venv/bin/python -m bench.daemon
-    (parts: --only idle,memory,bytes; shorter: --idle-seconds 20 --frames 1000 --store-frames 30)
+    (parts: --only idle,active,memory,bytes; shorter: --idle-seconds 20 --frames 1000
+    --store-frames 30 --active-seconds 30)
 
 Each part starts the private desktop of ``tests/desktop.py`` (Xvfb 1920×1080, openbox,
 AT-SPI), a fresh home in a temporary folder, and the real daemon, ``python -m backscroll
@@ -41,6 +42,14 @@ bytes     ``config --poll 0.2 --min-interval 0.5``, the default thumbnails (480 
           segment is sealed (zstd, at the next UTC day), the views by kind of Tantivy file, and
           the same screens' thumbnails at other sizes, qualities and in WebP. Target <= 10 KB
           a frame.
+
+active    A person reading with search by meaning on (the default config, the model
+          installed): a new page every ``VISIT_SECONDS`` (10 s) for ``--active-seconds``
+          (120), each a zenity window of the next ~2.5 KB of the licences in
+          /usr/share/common-licenses (AT-SPI text, so every page has passages to embed),
+          the one before closed. Once the daemon has embedded its first frame (the model
+          loaded), the whole daemon's CPU over the session, and its embedding thread's (the
+          one at nice 19), with the frames stored and embedded. Target <= 2.5 % of a core.
 
 Writes ``bench/results/daemon.txt`` with the machine and the load average before and after;
 this machine is shared (2 cores), so loads above 2 mean the figures include waiting for a CPU.
@@ -424,6 +433,77 @@ def documents() -> list[tuple[str, str]]:
     return found
 
 
+# -- an active session, embedding on ----------------------------------------------------------
+
+VISIT_SECONDS = 10.0
+PAGE_CHARS = 2500
+
+
+def licence_pages() -> list[tuple[str, str]]:
+    """The licences' text in pages of ~``PAGE_CHARS``, cut at a line, each its own title."""
+    found: list[tuple[str, str]] = []
+    for name in ("GPL-3", "Apache-2.0", "GFDL-1.3", "Artistic", "LGPL-3", "MPL-2.0"):
+        path = LICENCES / name
+        if not path.exists():
+            continue
+        text, page = path.read_text(errors="replace"), ""
+        for line in text.splitlines(keepends=True):
+            page += line
+            if len(page) >= PAGE_CHARS:
+                found.append((f"{name} page {len(found) + 1}", page))
+                page = ""
+    return found
+
+
+def nice(pid: int, tid: int) -> int:
+    with open(f"/proc/{pid}/task/{tid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[16])
+
+
+def active(seconds: float) -> None:
+    say(
+        f"## CPU over an active session, search by meaning on: a new page every "
+        f"{VISIT_SECONDS:.0f} s for {seconds:.0f} s (target <= 2.5 % of a core)"
+    )
+    say()
+    book = licence_pages()
+    with headless_desktop() as desk, daemon_on(desk) as daemon:
+        shown = desk.open_zenity_text(book[0][1], book[0][0])
+        settle_windows(desk)
+        pid = daemon.start()
+        wait_for(lambda: daemon.status().get("meaning_frames", 0) >= 1, "the first vectors", 120)
+        frames0, embedded0 = daemon.frames(), daemon.status()["meaning_frames"]
+        before, tasks_before = cpu_seconds(pid), threads(pid)
+        started = time.monotonic()
+        visits = 0
+        while time.monotonic() - started < seconds:
+            visits += 1
+            title, text = book[visits % len(book)]
+            old, shown = shown, desk.open_zenity_text(text, title)
+            desk.close(old)
+            time.sleep(max(0.0, started + visits * VISIT_SECONDS - time.monotonic()))
+        elapsed = time.monotonic() - started
+        after, tasks_after = cpu_seconds(pid), threads(pid)
+        # What the last pages left to embed, waited for outside the window: each page's
+        # work is then counted once, in the window or not at all.
+        time.sleep(5.0)
+        frames, embedded = daemon.frames() - frames0, daemon.status()["meaning_frames"] - embedded0
+        lowest = [tid for tid in tasks_after if nice(pid, tid) == 19]
+    spent = after - before
+    meaning = sum(tasks_after[t] - tasks_before.get(t, 0.0) for t in lowest)
+    say(f"{'process':44s} {'CPU s':>8s} {'% core':>8s}")
+    share, part = 100 * spent / elapsed, 100 * meaning / elapsed
+    say(f"{'daemon (all threads)':44s} {spent:8.2f} {share:8.2f}  over {elapsed:.1f} s")
+    say(f"{'of which the embedding thread (nice 19)':44s} {meaning:8.2f} {part:8.2f}")
+    say()
+    say(
+        f"{visits} pages shown; {frames} frames stored and {embedded} embedded in the window; "
+        f"{meaning * 1000 / max(embedded, 1):.0f} ms of the embedding thread a frame"
+    )
+    say(f"RESULT active CPU {share:.2f} % of a core with embedding on (target <= 2.5 %)")
+    say()
+
+
 STALL_SECONDS = 30.0  # no new frame for this long while windows keep switching: stuck
 
 
@@ -777,10 +857,11 @@ def bytes_run(frames: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.daemon", description=__doc__)
-    parser.add_argument("--only", default="idle,memory,bytes", help="parts, comma-separated")
+    parser.add_argument("--only", default="idle,active,memory,bytes", help="parts, comma-separated")
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     parser.add_argument("--frames", type=int, default=5000, help="frames for the memory part")
     parser.add_argument("--store-frames", type=int, default=100, help="frames for bytes a frame")
+    parser.add_argument("--active-seconds", type=float, default=120.0)
     parser.add_argument("--py-spy", default=shutil.which("py-spy"), help="py-spy binary")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args(argv)
@@ -795,6 +876,8 @@ def main(argv: list[str] | None = None) -> int:
         idle(args.idle_seconds, args.py_spy)
     if "bytes" in parts:
         bytes_run(args.store_frames)
+    if "active" in parts:
+        active(args.active_seconds)
     if "memory" in parts:
         memory_run(args.frames, args.idle_seconds if "idle" in parts else 0, args.py_spy)
     say(f"load average after: {load_average()}")

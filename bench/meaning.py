@@ -1,8 +1,12 @@
 """Search by meaning, measured (issue 26 §5): the question set before and after, the model's
-load time, embedding throughput and what the view costs on disk.
+load time, embedding throughput, what the view costs on disk and a searching process in
+memory, and the scores ``CUTOFF`` is set by.
 
-    .venv/bin/python -m bench.meaning                 # ~3,000 corpus frames (~10 min)
+    .venv/bin/python -m bench.meaning                 # ~3,000 corpus frames (~5 min)
     .venv/bin/python -m bench.meaning --frames 500    # a quick trial
+    .venv/bin/python -m bench.meaning --passage-words 80   # another passage length, tried
+
+The model is ``projector/embedder.py``'s (Universal Sentence Encoder Multilingual v3, int8).
 
 A fresh store in a temporary folder: ``--frames`` frames of the corpus tool's cached corpus
 (``bench/_corpus.py``: the 130,000-frame, 500-day corpus; every k-th frame of its last 30
@@ -17,8 +21,13 @@ them ``hours_ago`` before the corpus's last frame. Then its 60 questions, throug
                 and no frame of any answer outside the window or the app
 
 "before" is ``by="words"`` (today's search: exact, else one letter off, else near misses),
-"after" the hybrid default; "meaning alone" is ``by="meaning"``, for comparison. Writes
-``bench/results/meaning.txt``.
+"after" the hybrid default; "meaning alone" is ``by="meaning"``, for comparison.
+
+Scores by meaning alone, over the whole store without the cut-off: each paraphrase's own
+screen against the best other frame, and questions about nothing in the store (``OFF_TOPIC``,
+written here, not in the set) against their best frame: a cut-off between the two keeps the
+paraphrases and turns the off-topic questions away. Writes ``bench/results/meaning.txt``
+(a trial with ``--passage-words`` prints only).
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -144,6 +154,61 @@ STOPWORDS = set(
         "getting",
     ]
 )
+# Questions about nothing the store holds (the corpus is work on a computer; the screens are
+# mail, bills, bookings): what the best frame scores for them is what the cut-off must stay
+# above.
+OFF_TOPIC = [
+    "a recipe for lemon cake with almonds",
+    "how to teach a puppy to sit",
+    "football results from the weekend",
+    "a knitting pattern for a wool scarf",
+    "the best time of year to plant tulip bulbs",
+    "symptoms of a sprained ankle",
+    "which whales live in the arctic ocean",
+    "how to tune a violin",
+]
+MEMORY = """
+import json, sys, time
+import onnxruntime
+
+ARENA = sys.argv[1] == "on"
+
+
+# Embedder.load's options, with the memory arena as this run asks, whatever it sets.
+class Asked(onnxruntime.SessionOptions):
+    def __init__(self):
+        super().__init__()
+        self.enable_cpu_mem_arena = ARENA
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, ARENA if name == "enable_cpu_mem_arena" else value)
+
+
+onnxruntime.SessionOptions = Asked
+from pathlib import Path
+from backscroll.store import MemoryStore
+from projector.embedder import embedder
+
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096 / 1e6
+
+job = json.loads(Path(sys.argv[3]).read_text())
+with MemoryStore(Path(sys.argv[2])) as store:
+    for q in job["questions"]:
+        store.moments(q, limit=5, by="both")
+searched = rss()
+e = embedder()
+t = time.process_time()
+for text in job["texts"]:
+    e.embed(e.passages(text))
+cpu = time.process_time() - t
+# VmHWM, not ru_maxrss: that one keeps the benchmark's own peak, from before the exec.
+embedded = rss()
+status = Path("/proc/self/status").read_text().split("VmHWM:")[1]
+# The kernel updates VmHWM lazily: it can trail the resident size just read.
+peak = max(int(status.split()[0]) / 1e3, embedded)
+print(json.dumps({"search": searched, "embedded": embedded, "peak": peak, "cpu": cpu}))
+"""
 MODEL_LOAD = (
     "import time; t = time.perf_counter(); from projector.embedder import Embedder; "
     "Embedder.load(); print(time.perf_counter() - t)"
@@ -153,7 +218,14 @@ MODEL_LOAD = (
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=3000)
+    parser.add_argument(
+        "--passage-words", type=int, help="try passages of this many words (overlap: an eighth)"
+    )
     args = parser.parse_args()
+    if args.passage_words:
+        from projector import embedder
+
+        embedder.PASSAGE_WORDS, embedder.OVERLAP_WORDS = args.passage_words, args.passage_words // 8
     report = Report()
     for line in machine():
         report(line)
@@ -163,12 +235,18 @@ def main() -> None:
     check_paraphrases(qset, report)
     with tempfile.TemporaryDirectory(prefix="bench-meaning-") as tmp:
         home = Path(tmp) / "home"
-        end = build(home, qset, args.frames, report)
+        end, texts = build(home, qset, args.frames, report)
         embed(home, report)
         ask(home, qset, end, report)
-    model_load(report)
+        scores(home, qset, report)
+        if not args.passage_words:
+            two_threads(texts, report)
+            memory(home, qset, texts, report)
+    if not args.passage_words:
+        model_load(report)
     report(f"load after: {load()}")
-    report.write(RESULTS)
+    if not args.passage_words:
+        report.write(RESULTS)
 
 
 def check_paraphrases(qset: dict[str, Any], report: Report) -> None:
@@ -188,8 +266,11 @@ def check_paraphrases(qset: dict[str, Any], report: Report) -> None:
     report("paraphrases: none shares a content word with its screen (checked)")
 
 
-def build(home: Path, qset: dict[str, Any], frames: int, report: Report) -> datetime:
-    """The store; returns the corpus's last frame's time, the benchmark's "now"."""
+def build(
+    home: Path, qset: dict[str, Any], frames: int, report: Report
+) -> tuple[datetime, list[str]]:
+    """The store; returns the corpus's last frame's time, the benchmark's "now", and the
+    frames' texts."""
     from backscroll.importer import import_frames
     from backscroll.store import MemoryStore
 
@@ -222,15 +303,16 @@ def build(home: Path, qset: dict[str, Any], frames: int, report: Report) -> date
         f"store: {len(picked):,} corpus frames (every {step}th of its last 30 days) and "
         f"{len(screens)} hand-written screens; {disk_bytes(home) / 1e6:.1f} MB"
     )
-    return datetime.fromtimestamp(last).astimezone()
+    return datetime.fromtimestamp(last).astimezone(), [r["text"] for r in lines]
 
 
 def embed(home: Path, report: Report) -> None:
     from backscroll.store import MemoryStore
-    from projector.embedder import embedder
+    from projector import embedder as model
+    from projector.vectors import Manifest, read_chunk
 
     before = disk_bytes(home)
-    embedder()  # loaded before the clock starts: its load is measured on its own below
+    model.embedder()  # loaded before the clock starts: its load is measured on its own below
     with MemoryStore(home, write=True) as store:
         cpu0 = resource.getrusage(resource.RUSAGE_SELF)
         wall0 = time.perf_counter()
@@ -238,16 +320,98 @@ def embed(home: Path, report: Report) -> None:
         wall = time.perf_counter() - wall0
         cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
-    view = disk_bytes(home / "views" / "meaning")
+    root = home / "views" / "meaning"
+    view = disk_bytes(root)
+    manifest = Manifest.load(root)
+    chunks = [read_chunk(root, n, None) for names in manifest.months.values() for n in names]
+    rows = sum(len(c.keys) for c in chunks)
     report("")
-    report("embedding (one thread, as the daemon's; the corpus's frames average ~485 pieces)")
+    report(
+        f"embedding (one thread, as the daemon's; passages of {model.PASSAGE_WORDS} words "
+        f"overlapping by {model.OVERLAP_WORDS}; the corpus's frames average ~200 words)"
+    )
     report(f"  frames embedded:      {done:,} in {wall:.1f} s wall, {cpu:.1f} s CPU")
+    report(f"  passages embedded:    {rows:,} ({rows / max(done, 1):.2f} a frame)")
     report(f"  throughput:           {done / cpu:.1f} frames/s per core of CPU")
     report(f"                        {done / wall:.1f} frames/s wall, on this shared machine")
     report("  target:               >= 10 distinct frames/s on the 2-core machine (5/core)")
     report(
         f"  store growth:         {view / 1e6:.2f} MB of meaning view on {before / 1e6:.1f} MB "
         f"= {100 * view / before:.1f}% (target <= 30%)"
+    )
+
+
+def two_threads(texts: list[str], report: Report) -> None:
+    """The model alone over the frames' texts: one thread, then two (each its half), in the
+    same run; ONNX Runtime lets go of the GIL while it runs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from projector.embedder import embedder
+
+    e = embedder()
+
+    def work(part: list[str]) -> None:
+        for text in part:
+            e.embed(e.passages(text))
+
+    report("")
+    report(f"the model alone over the {len(texts):,} frames' texts (passages cut and embedded)")
+    t = time.perf_counter()
+    work(texts)
+    one = time.perf_counter() - t
+    report(f"  one thread:           {len(texts) / one:.1f} frames/s wall")
+    with ThreadPoolExecutor(2) as pool:
+        t = time.perf_counter()
+        list(pool.map(work, [texts[0::2], texts[1::2]]))
+        two = time.perf_counter() - t
+    report(f"  two threads:          {len(texts) / two:.1f} frames/s wall ({one / two:.2f}x)")
+    report(f"  load average now:     {load()} (2 cores, shared)")
+
+
+def scores(home: Path, qset: dict[str, Any], report: Report) -> None:
+    """What CUTOFF is set by: meaning alone, every frame scored (no cut-off)."""
+    import statistics
+
+    from backscroll.store import MemoryStore
+    from projector.embedder import embedder
+    from projector.vectors import CUTOFF, MeaningView
+
+    e = embedder()
+    view = MeaningView(home / "views" / "meaning")
+    frame_of: dict[str, int] = {}
+    with MemoryStore(home) as store:
+        for hit in store.timeline(limit=10_000):
+            for s in qset["screens"]:
+                if hit.title == s["title"] and hit.app == s["app"]:
+                    frame_of[s["id"]] = hit.id
+    own, other, kept = [], [], []
+    for q in qset["questions"]:
+        if q["kind"] != "paraphrase":
+            continue
+        found = view.search(e.query(q["query"]), None, None, None, None, cutoff=-1.0)
+        target = frame_of[q["target"]]
+        own.append(next(h.score for h in found if h.frame_id == target))
+        other.append(next(h.score for h in found if h.frame_id != target))
+        kept.append(sum(h.score >= CUTOFF for h in found))
+    off, off_kept = [], []
+    for q in OFF_TOPIC:
+        found = view.search(e.query(q), None, None, None, None, cutoff=-1.0)
+        off.append(found[0].score)
+        off_kept.append(sum(h.score >= CUTOFF for h in found))
+
+    def spread(values: Sequence[float]) -> str:
+        return f"median {statistics.median(values):.3g} ({min(values):.3g}-{max(values):.3g})"
+
+    report("")
+    report("scores by meaning alone, every frame (what CUTOFF is set by)")
+    report(f"  paraphrases, their own screen:      {spread(own)}")
+    report(f"  paraphrases, the best other frame:  {spread(other)}")
+    report(f"  off-topic questions, best frame:    {spread(off)}")
+    report("  own screens by score:  " + " ".join(f"{v:.2f}" for v in sorted(own)))
+    report("  off-topic by score:    " + " ".join(f"{v:.2f}" for v in sorted(off)))
+    report(
+        f"  frames scoring CUTOFF ({CUTOFF}) or more, of {len(found):,}: a paraphrase "
+        f"{spread(kept)}, an off-topic question {spread(off_kept)}"
     )
 
 
@@ -328,6 +492,31 @@ def ask(home: Path, qset: dict[str, Any], end: datetime, report: Report) -> None
     report(f"  {'':14s}{cells([])[:0]}count       p50       p90       p99       max")
     for by, label in (("words", "words"), ("both", "hybrid"), ("meaning", "meaning")):
         report(f"  {label:12s}{cells(times[by])}")
+
+
+def memory(home: Path, qset: dict[str, Any], texts: list[str], report: Report) -> None:
+    """A fresh process that runs the 60 questions' hybrid searches, then embeds 300 frames,
+    with ONNX Runtime's memory arena (as Embedder.load makes the session) and without."""
+    job = home.parent / "memory.json"
+    questions = [q["query"] for q in qset["questions"]]
+    job.write_text(json.dumps({"questions": questions, "texts": texts[:300]}))
+    report("")
+    report("memory of a process that searches (60 hybrid searches), then embeds 300 frames")
+    for arena in ("on", "off"):
+        done = subprocess.run(
+            [sys.executable, "-c", MEMORY, arena, str(home), str(job)],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=os.environ,
+            check=True,
+        )
+        got = json.loads(done.stdout)
+        report(
+            f"  arena {arena:3s}  RSS after the searches {got['search']:.0f} MB, after embedding "
+            f"{got['embedded']:.0f} MB (peak {got['peak']:.0f} MB); embedding "
+            f"{got['cpu'] * 1000 / 300:.1f} ms CPU a frame"
+        )
 
 
 def model_load(report: Report) -> None:

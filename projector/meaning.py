@@ -23,6 +23,7 @@ from base.errors import DecryptionError
 from base.fs import current, ensure_dir, write_atomic, write_new
 from eventlog.contract import EventLog
 from eventlog.events import FrameCaptured
+from projector.embedder import DIMENSIONS, MODEL_ID
 from projector.schema import partition_of
 from projector.vectors import (
     MANIFEST,
@@ -78,8 +79,6 @@ class MeaningWriter:
     ) -> tuple[int, int]:
         """Embed the next ``frames`` frames of the log up to offset ``upto`` (the words view's
         position) and commit them; (frames embedded, events read). (0, 0) when caught up."""
-        from projector.embedder import MODEL_ID
-
         if self.manifest.model != MODEL_ID:
             self.clear()
             self.manifest.model = MODEL_ID
@@ -248,7 +247,6 @@ class MeaningWriter:
 
 def _compact(chunks: list[Chunk], keep: set[int]) -> Chunk:
     """One chunk of the frames of ``chunks`` in ``keep``, with only the rows they use."""
-    dim = 384
     vectors = b"".join(c.vectors for c in chunks)
     keys = [k for c in chunks for k in c.keys]
     out = Chunk([], [], [], [], [], b"")
@@ -266,7 +264,7 @@ def _compact(chunks: list[Chunk], keep: set[int]) -> Chunk:
                 if new is None:
                     new = renumber[row] = len(renumber)
                     out.keys.append(keys[row])
-                    pieces.append(vectors[row * dim : (row + 1) * dim])
+                    pieces.append(vectors[row * DIMENSIONS : (row + 1) * DIMENSIONS])
                 mine.append(new)
             out.ids.append(frame)
             out.times.append(when)

@@ -29,6 +29,7 @@ import msgspec
 
 from base import jsontext
 from base.errors import DecryptionError
+from projector.embedder import DIMENSIONS, MODEL_ID
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,12 +47,15 @@ __all__ = [
 MANIFEST = "manifest.json"
 PLAIN, SEALED = b"P", b"E"
 SCALE = 127.0
-# A meaning match below this cosine is no hit. 0.25: on bench/meaning.py's hand-written
-# screens, a paraphrase's own screen scored a median of 0.28 (0.11-0.55), and where it
-# scored lower, the best other screen 0.17-0.24; a question about nothing on them (a cake
-# recipe, in tests/test_meaning.py) 0.03. Higher cut the paraphrases found; lower let
-# unrelated screens answer an off-topic question.
-CUTOFF = 0.25
+# A meaning match below this cosine is no hit. 0.10, for Universal Sentence Encoder
+# Multilingual v3 (bench/meaning.py, 3,035 frames): a paraphrase's own screen scored a
+# median of 0.23 (0.04-0.42), the best other frame 0.18 (0.10-0.28), and questions about
+# nothing in the store 0.14-0.22 at their best frame: no cut-off parts the two. Each step up
+# lost screens the questions were about: 0.10 and 0.12 found 15/20 paraphrases, 0.15 14,
+# 0.20 12; time-and-app questions 20, 19, 18 and 16 of 20 (one screen scored 0.11 within
+# its hour). What it still turns away is the plainly unrelated: a cake recipe scored
+# 0.02-0.05 against tests/test_meaning.py's three screens.
+CUTOFF = 0.10
 
 
 class ViewCipher(Protocol):
@@ -91,16 +95,19 @@ class Manifest(msgspec.Struct):
 
     @classmethod
     def load(cls, root: Path) -> Manifest:
-        """The manifest, or an empty one where there is none or it does not read (the view
-        is then rebuilt: it is disposable)."""
+        """The manifest, or an empty one where there is none, it does not read, or another
+        model made its vectors (they are not comparable with this model's questions: no
+        reader searches them, and the next writer removes their chunks, which no manifest
+        then names). The view is then rebuilt: it is disposable."""
         try:
             data = (root / MANIFEST).read_bytes()
         except FileNotFoundError:
             return cls()
         try:
-            return jsontext.decode(data, cls)
+            manifest = jsontext.decode(data, cls)
         except (msgspec.DecodeError, ValueError):
             return cls()
+        return manifest if manifest.model in ("", MODEL_ID) else cls()
 
 
 def read_chunk(root: Path, name: str, cipher: ViewCipher | None) -> Chunk:
@@ -129,7 +136,7 @@ class _Month(NamedTuple):
     """A month's rows, and its frames' passages as (frame, row) pairs grouped by frame."""
 
     names: tuple[str, ...]
-    vectors: np.ndarray  # float32 rows × 384
+    vectors: np.ndarray  # float32 rows × DIMENSIONS
     ids: np.ndarray
     times: np.ndarray
     starts: np.ndarray  # each frame's first pair
@@ -208,7 +215,7 @@ class MeaningView:
                 self.unreadable[name] = str(exc)
                 return None
         matrix = b"".join(c.vectors for c in chunks)
-        vectors = np.frombuffer(matrix, np.int8).reshape(-1, 384).astype(np.float32) / SCALE
+        vectors = np.frombuffer(matrix, np.int8).reshape(-1, DIMENSIONS).astype(np.float32) / SCALE
         # Frames without passages (no words) are left out: each group below has a row.
         frames = [
             (i, t, r, s)

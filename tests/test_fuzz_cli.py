@@ -429,7 +429,7 @@ def _single_threaded() -> None:
 
 # Their import starts native threads (OpenBLAS's, ONNX Runtime's pools), after which the
 # zygote could not fork: a child that searches by meaning imports them afresh.
-THREADED = ("numpy", "onnxruntime", "tokenizers")
+THREADED = ("numpy", "onnxruntime", "onnxruntime_extensions")
 
 
 def _warm(modules: list[str]) -> None:

@@ -88,9 +88,11 @@ def test_meaning_hits_hold_to_the_app_and_the_time_asked_for(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     embedded()
-    assert search(capsys, TRIP, "--app", "Thunderbird")["matches"] == []
-    assert search(capsys, TRIP, "--meaning", "--since", "150m")["matches"] == []
-    assert search(capsys, TRIP, "--meaning", "--until", "250m")["matches"] == []
+    # The flight is what the question is about; the other screens may still answer it
+    # weakly (the invoice scores 0.11), and must be all an answer holds.
+    for outside in (["--app", "Thunderbird"], ["--since", "150m"], ["--until", "250m"]):
+        found = search(capsys, TRIP, "--meaning", *outside)["matches"]
+        assert "Firefox" not in [m["app"] for m in found], outside
     inside = search(capsys, TRIP, "--meaning", "--since", "250m", "--until", "150m")
     assert [m["app"] for m in inside["matches"]] == ["Firefox"]
 
@@ -114,7 +116,8 @@ def test_while_the_view_is_behind_search_answers_by_words_and_says_so(
     embedded()
     populate([{"ts": ago(50), "app": "Mail", "title": "Receipt", "text": "Your receipt 981"}])
     found = search(capsys, "receipt")
-    assert [m["matched_by"] for m in found["matches"]] == [["words"]]
+    # The invoice may answer by meaning; the frame not embedded yet answers by its words.
+    assert [m["matched_by"] for m in found["matches"] if m["app"] == "Mail"] == [["words"]]
     assert "3 of 4 frames" in found["meaning_behind"]
     code, out, _ = run(capsys, "search", "receipt")
     assert code == 0 and "the meaning view is behind" in out
@@ -151,7 +154,7 @@ def test_a_deleted_frames_vectors_leave_the_files(
     assert any(mine[0].tobytes() in data for _, data in readable_bytes(backscroll_home))
     with MemoryStore(write=True) as store:
         delete(store, app="Firefox")
-    assert search(capsys, TRIP, "--meaning")["matches"] == []
+    assert "Firefox" not in [m["app"] for m in search(capsys, TRIP, "--meaning")["matches"]]
     assert not any(mine[0].tobytes() in data for _, data in readable_bytes(backscroll_home))
     assert Manifest.load(backscroll_home / "views" / "meaning").frames == 2
     assert search(capsys, FREIGHT)["matches"][0]["app"] == "Thunderbird"  # the rest stays
@@ -226,6 +229,29 @@ def test_an_orphan_chunk_of_a_crash_is_removed_by_the_next_writer(backscroll_hom
     assert Manifest.load(view).frames == len(STORE)
 
 
+def test_a_view_another_model_made_is_searched_by_no_one_and_made_again(
+    backscroll_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    embedded()
+    view = backscroll_home / "views" / "meaning"
+    # What the MiniLM release left: its model's name, 384-dimension rows.
+    old = json.loads((view / "manifest.json").read_text())
+    old["model"] = "all-MiniLM-L6-v2-onnx-int8"
+    (view / "manifest.json").write_text(json.dumps(old))
+    junk = b"P" + b"\x00" * 384 * 7
+    for chunk in view.glob("*.vec"):
+        chunk.write_bytes(junk)
+    found = search(capsys, FREIGHT)
+    assert not any("meaning" in m["matched_by"] for m in found["matches"])
+    assert "0 of 3 frames" in found["meaning_behind"]
+    assert json.loads(run(capsys, "status", "--json")[1])["meaning_frames"] == 0
+    with MemoryStore(write=True) as store:
+        assert store.embed() == len(STORE)
+    assert all(chunk.read_bytes() != junk for chunk in view.glob("*.vec"))
+    assert Manifest.load(view).model == model.MODEL_ID
+    assert search(capsys, FREIGHT)["matches"][0]["app"] == "Thunderbird"
+
+
 def test_a_words_search_and_a_status_load_no_model() -> None:
     for args in (["search", "invoice", "--words"], ["status"]):
         modules = loaded_after(
@@ -237,7 +263,7 @@ def test_a_words_search_and_a_status_load_no_model() -> None:
             "except SystemExit:\n"
             "    pass"
         )
-        assert not {"onnxruntime", "tokenizers", "numpy"} & modules, args
+        assert not {"onnxruntime", "onnxruntime_extensions", "numpy"} & modules, args
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs: apt-get install -y strace")

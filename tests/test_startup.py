@@ -32,12 +32,12 @@ HEAVY = (
     "mss",
     "numpy",
     "onnxruntime",
+    "onnxruntime_extensions",
     "projector",
     "query",
     "rich",
     "tantivy",
     "typer",
-    "tokenizers",
     "zstandard",
 )
 
@@ -169,7 +169,7 @@ def test_a_status_loads_no_writer_search_engine_logging_or_cipher() -> None:
         # compiled core are imported to find it).
         "cryptography.hazmat.bindings._rust",
         "onnxruntime",  # the meaning view's backlog is read without its model
-        "tokenizers",
+        "onnxruntime_extensions",
         "numpy",
         # inspect (with ast, dis, tokenize), by typing_extensions for msgspec, or by
         # dataclasses for the capture backend's session
