@@ -71,7 +71,7 @@ SEARCH = (
     "    pass\n"
     "print(MODULES, *sys.modules, sep='\\n', file=sys.stderr)\n"
 )
-MODEL_MODULES = {"numpy", "onnxruntime", "tokenizers"}
+MODEL_MODULES = {"numpy", "onnxruntime", "onnxruntime_extensions"}
 NOBODY = 65534
 # Between the module's frames (300 and 200 minutes ago): the bill is before it, the flight after.
 SINCE = (datetime.now() - timedelta(minutes=250)).strftime("%Y-%m-%d %H:%M")
