@@ -14,7 +14,8 @@ The writer tends each month's graph (``projector._codes``): once the rows past i
 ``graph_min`` or a quarter of those in it, it opens the graph, adds them, and writes it
 whole under a new name (a month's graph is written ~log(rows) times, each row added once).
 A deletion's rewritten month loses its graph (its rows are numbered anew): it is searched
-exactly until a writer with nothing left to embed tends it again, one month a step.
+exactly until a writer with nothing left to embed tends it again, one month a step (and
+``import``, ``reindex`` tend every month before they return).
 """
 
 from __future__ import annotations
@@ -102,8 +103,7 @@ class MeaningWriter:
             self.manifest.model = MODEL_ID
         start = self.manifest.position + 1
         if start > upto:
-            if self._tend_next():
-                self._save()
+            self.tend()
             return 0, 0
         batch: list[FrameCaptured] = []
         last = self.manifest.position
@@ -273,11 +273,15 @@ class MeaningWriter:
         with open(self.root / name, "rb") as f:
             return f.read(1) == SEALED
 
-    def _tend_next(self) -> bool:
-        """Tend one month that needs it, the writer having nothing left to embed: past months
-        get every row into their graph (they grow no more); the newest only by the rule."""
+    def tend(self) -> bool:
+        """Tend one month that needs it and commit, the writer having nothing left to embed:
+        a past month gets every row into its graph (it grows no more), the newest by the
+        rule. Whether it wrote a graph."""
         months = sorted(self.manifest.months)
-        return any(self._tend(month, settle=month != months[-1]) for month in months)
+        if any(self._tend(month, settle=month != months[-1]) for month in months):
+            self._save()
+            return True
+        return False
 
     # -- files -----------------------------------------------------------------------------
 

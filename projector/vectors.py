@@ -357,8 +357,9 @@ class MeaningView:
                     counts.append(len(used))
                     rows += used
                     spans += where
-        row_of = np.asarray(rows, np.int64)
-        by_row = np.argsort(row_of, kind="stable")
+        # int32 for what is counted in pairs and rows: a month holds far fewer than 2**31.
+        row_of = np.asarray(rows, np.int32)
+        by_row = np.argsort(row_of, kind="stable").astype(np.int32)
         loaded = _Month(
             names,
             tuple(chunks),
@@ -367,11 +368,11 @@ class MeaningView:
             *self._graph(manifest, month),
             np.asarray(ids, np.int64),
             np.asarray(times, np.int64),
-            np.repeat(np.arange(len(ids)), counts),
+            np.repeat(np.arange(len(ids), dtype=np.int32), counts),
             row_of,
             np.asarray(spans, np.int32).reshape(-1, 2),
             by_row,
-            np.searchsorted(row_of[by_row], np.arange(first + 1)),
+            np.searchsorted(row_of[by_row], np.arange(first + 1)).astype(np.int32),
         )
         self._months[month] = loaded
         return loaded
