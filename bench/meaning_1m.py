@@ -253,15 +253,21 @@ def graphs_against_exact(home: Path, queries: list[Any]) -> None:
     )
 
 
-def peak_rss_kib() -> int:
-    """This process's peak RSS. Not ``resource.getrusage``: a process forked from this
-    bench's own (GBs, with the view loaded) starts with its parent's ru_maxrss, which exec
-    keeps (measured: 4.8 GB before the child had opened anything); VmHWM is exec's new
-    address space's own."""
+def status_kib(field: str) -> int:
+    """A field of /proc/self/status, in KiB. The peak RSS is VmHWM, not ``resource.getrusage``:
+    a process forked from this bench's own (GBs, with the view loaded) starts with its
+    parent's ru_maxrss, which exec keeps (measured: 4.8 GB before the child had opened
+    anything); VmHWM is exec's new address space's own. It counts the pages of mapped files
+    (Tantivy's index) the process has touched, which the kernel can take back: RssAnon and
+    RssFile say how much of the RSS is which, at the end."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1])
-    raise RuntimeError("no VmHWM in /proc/self/status")
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def peak_rss_kib() -> int:
+    return status_kib("VmHWM")
 
 
 def rss_run(home: Path, how: str, frames: int, per_class: int) -> None:
@@ -278,7 +284,13 @@ def rss_run(home: Path, how: str, frames: int, per_class: int) -> None:
         run(q)
         times.append((time.perf_counter() - t0) * 1e3)
     peak = peak_rss_kib()
-    print(json.dumps({"first_ms": first, "p99": percentile(times, 0.99), "rss": peak, "at": base}))
+    anon, mapped = status_kib("RssAnon"), status_kib("RssFile")
+    p99 = percentile(times, 0.99)
+    print(
+        json.dumps(
+            {"first_ms": first, "p99": p99, "rss": peak, "at": base, "anon": anon, "file": mapped}
+        )
+    )
 
 
 def rss(frames: int, per_class: int, sample: int) -> None:
@@ -290,7 +302,9 @@ def rss(frames: int, per_class: int, sample: int) -> None:
         got = json.loads(done.stdout.strip().splitlines()[-1])
         say(
             f"{how:18s} {got['first_ms']:10.0f} ms {got['p99']:7.1f} ms "
-            f"{got['rss'] / 1024:7.0f} MiB  (before the store opened: {got['at'] / 1024:.0f} MiB)"
+            f"{got['rss'] / 1024:7.0f} MiB  (before the store opened: {got['at'] / 1024:.0f} "
+            f"MiB; at the end anonymous {got['anon'] / 1024:.0f} MiB, mapped files "
+            f"{got['file'] / 1024:.0f} MiB)"
         )
 
 
