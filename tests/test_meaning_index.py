@@ -198,3 +198,24 @@ def test_a_damaged_graph_is_searched_around_named_by_verify_and_made_again(
     assert again.rows == len(SCREENS) + 4 and not path.exists()
     with MemoryStore() as store:
         assert verify_store(store) == []
+
+
+def test_a_view_of_the_format_before_graphs_is_built_again(backscroll_home: Path) -> None:
+    import json
+
+    from projector.vectors import FORMAT
+
+    store_of(SCREENS[:6])
+    path = view_root(backscroll_home) / "manifest.json"
+    old = json.loads(path.read_bytes())
+    for field in ("format", "rows", "graphs"):
+        del old[field]  # a manifest as the view without graphs wrote it
+    path.write_text(json.dumps(old))
+    with MemoryStore() as store:
+        assert store.search("invoice", by="meaning") == []  # read as no view at all
+    with MemoryStore(write=True) as store:
+        assert store.embed() == 6
+    manifest = Manifest.load(view_root(backscroll_home))
+    assert manifest.format == FORMAT and manifest.month_rows(next(iter(manifest.months))) == 6
+    named = {n for names in manifest.months.values() for n in names}
+    assert {p.name for p in view_root(backscroll_home).glob("*.vec")} == named
