@@ -162,16 +162,20 @@ class Projector:
 
     def embed_all(self, embedder: Embedder, progress: Progress | None = None) -> int:
         """The meaning view caught up with the words view, batch by batch (Ctrl-C keeps the
-        batches done). Returns the frames embedded."""
+        batches done), and its months' graphs tended. Returns the frames embedded."""
         total = self.state.totals().frames - self.meaning.manifest.frames
         done = 0
         while True:
             embedded, read = self.embed(embedder)
             if not read:
-                return done
+                break
             done += embedded
             if progress:
                 progress(done, max(total, done))
+        while True:  # every month's rows into its graph, one month a commit
+            with self.lock:
+                if not self.meaning.tend():
+                    return done
 
     # -- catching up -----------------------------------------------------------------------
 
