@@ -427,9 +427,9 @@ def _single_threaded() -> None:
     )
 
 
-# Their import starts native threads (OpenBLAS's, ONNX Runtime's pools), after which the
-# zygote could not fork: a child that searches by meaning imports them afresh.
-THREADED = ("numpy", "onnxruntime", "onnxruntime_extensions")
+# Their import starts native threads (OpenBLAS's, ONNX Runtime's and usearch's pools), after
+# which the zygote could not fork: a child that searches by meaning imports them afresh.
+THREADED = ("numpy", "onnxruntime", "onnxruntime_extensions", "usearch", "numkong")
 
 
 def _warm(modules: list[str]) -> None:
