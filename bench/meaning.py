@@ -374,7 +374,7 @@ def scores(home: Path, qset: dict[str, Any], report: Report) -> None:
 
     from backscroll.store import MemoryStore
     from projector.embedder import embedder
-    from projector.vectors import CUTOFF, MeaningView
+    from projector.vectors import CANDIDATES, CUTOFF, MeaningView
 
     e = embedder()
     view = MeaningView(home / "views" / "meaning")
@@ -385,12 +385,17 @@ def scores(home: Path, qset: dict[str, Any], report: Report) -> None:
                 if hit.title == s["title"] and hit.app == s["app"]:
                     frame_of[s["id"]] = hit.id
     own, other, kept = [], [], []
+    beyond = 0  # own screens not among the passages the codes chose (projector.vectors)
     for q in qset["questions"]:
         if q["kind"] != "paraphrase":
             continue
         found = view.search(e.query(q["query"]), None, None, None, None, cutoff=-1.0)
         target = frame_of[q["target"]]
-        own.append(next(h.score for h in found if h.frame_id == target))
+        mine = [h.score for h in found if h.frame_id == target]
+        if mine:
+            own.append(mine[0])
+        else:
+            beyond += 1
         other.append(next(h.score for h in found if h.frame_id != target))
         kept.append(sum(h.score >= CUTOFF for h in found))
     off, off_kept = [], []
@@ -408,9 +413,11 @@ def scores(home: Path, qset: dict[str, Any], report: Report) -> None:
     report(f"  paraphrases, the best other frame:  {spread(other)}")
     report(f"  off-topic questions, best frame:    {spread(off)}")
     report("  own screens by score:  " + " ".join(f"{v:.2f}" for v in sorted(own)))
+    report(f"  own screens not among the {CANDIDATES} passages the codes chose: {beyond}")
     report("  off-topic by score:    " + " ".join(f"{v:.2f}" for v in sorted(off)))
     report(
-        f"  frames scoring CUTOFF ({CUTOFF}) or more, of {len(found):,}: a paraphrase "
+        f"  frames scoring CUTOFF ({CUTOFF}) or more, of the {len(found):,} the codes chose: "
+        f"a paraphrase "
         f"{spread(kept)}, an off-topic question {spread(off_kept)}"
     )
 
