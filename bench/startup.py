@@ -224,7 +224,10 @@ def meaning_store(frames: int) -> tuple[Path, dict[str, Any]]:
             embedded = store.embed()
         return info | {"embedded": embedded, "embed_s": round(time.perf_counter() - start, 1)}
 
-    return cached(f"startup-meaning-n{frames}", build)
+    from projector.embedder import MODEL_ID
+
+    # Named for the model: a view another model made reads as none (projector.vectors).
+    return cached(f"startup-meaning-n{frames}-{MODEL_ID}", build)
 
 
 @contextlib.contextmanager
