@@ -57,6 +57,18 @@ def new_graph(dimensions: int) -> Index:
     return Index(ndim=dimensions, metric="hamming", dtype="b1", connectivity=CONNECTIVITY)
 
 
+def view_file(root: Path, name: str, cipher: Sealer | None) -> tuple[bytes, bytes]:
+    """A meaning view file's kind (its first byte) and its body, opened where it is sealed;
+    raises DecryptionError where it cannot be (no key, another key)."""
+    data = (root / name).read_bytes()
+    kind, body = data[:1], data[1:]
+    if kind == SEALED:
+        if cipher is None:
+            raise DecryptionError(f"{name}: the encryption key is not available")
+        body = cipher.open_view(name, body)
+    return kind, body
+
+
 def graph_file(index: Index, name: str, cipher: Sealer | None) -> bytes:
     saved = index.save()
     assert saved is not None  # given no path, usearch returns the bytes
@@ -71,17 +83,12 @@ def open_graph(root: Path, name: str, cipher: Sealer | None) -> Index:
     another key) or is damaged."""
     from usearch.index import Index
 
-    data = (root / name).read_bytes()
-    kind, body = data[:1], data[1:]
-    if kind == SEALED:
-        if cipher is None:
-            raise DecryptionError(f"{name}: the encryption key is not available")
-        body = cipher.open_view(name, body)
-    elif kind == PLAIN:
+    kind, body = view_file(root, name, cipher)
+    if kind == PLAIN:
         digest, body = body[:DIGEST], body[DIGEST:]
         if hashlib.blake2b(body, digest_size=DIGEST).digest() != digest:
             raise DecryptionError(f"{name}: damaged (its checksum does not match)")
-    else:
+    elif kind != SEALED:
         raise DecryptionError(f"{name}: not a graph of the meaning view")
     try:
         index = Index.restore(body)

@@ -34,7 +34,15 @@ import msgspec
 
 from base import jsontext
 from base.errors import DecryptionError
-from projector._codes import PLAIN, SEALED, codes, nearest_exact, nearest_graph, open_graph
+from projector._codes import (
+    PLAIN,
+    SEALED,
+    codes,
+    nearest_exact,
+    nearest_graph,
+    open_graph,
+    view_file,
+)
 from projector.embedder import DIMENSIONS, MODEL_ID
 
 if TYPE_CHECKING:
@@ -147,13 +155,8 @@ class Manifest(msgspec.Struct):
 
 def read_chunk(root: Path, name: str, cipher: ViewCipher | None) -> Chunk:
     """Raises DecryptionError where a sealed chunk cannot be opened (no key, another key)."""
-    data = (root / name).read_bytes()
-    kind, body = data[:1], data[1:]
-    if kind == SEALED:
-        if cipher is None:
-            raise DecryptionError(f"{name}: the encryption key is not available")
-        body = cipher.open_view(name, body)
-    elif kind != PLAIN:
+    kind, body = view_file(root, name, cipher)
+    if kind not in (PLAIN, SEALED):
         raise DecryptionError(f"{name}: not a chunk of the meaning view")
     try:
         return msgspec.msgpack.decode(body, type=Chunk)
