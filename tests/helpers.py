@@ -187,3 +187,39 @@ def besides_torn_tails(problems: list[Any]) -> list[Any]:
     of cut-off appends that a crash leaves kept aside: reported, so that a person knows their
     bytes exist, but what a crash is expected to leave."""
     return [p for p in problems if "torn tail of a cut-off append" not in str(p)]
+
+
+class Keeping:
+    """A store's kept memories, written as an agent writes them (through the contract),
+    with the revised preference both view tests start from."""
+
+    def __init__(self, store: Any, frame: int) -> None:
+        from backscroll.contract import parse
+        from backscroll.contract.keep import ReviseRequest
+        from backscroll.keep import Keeper
+
+        self.keeper = Keeper(store)
+        self.spanish = self.keep(
+            text="Answers in Spanish.",
+            kind="preference",
+            subject="user",
+            predicate="answer_language",
+            value="spanish",
+            source=f"frame:{frame}",
+        )
+        revised = {"id": self.spanish, "expected_version": 1, "text": "Answers in Spanish, always."}
+        self.keeper.revise(parse(ReviseRequest, revised))
+
+    def keep(self, **given: Any) -> str:
+        """A memory kept; its id."""
+        from backscroll.contract import parse
+        from backscroll.contract.keep import KeepRequest
+
+        return self.keeper.keep(parse(KeepRequest, given)).memory.id
+
+    def review_in(self, space: str) -> None:
+        """``space`` made to require review."""
+        from backscroll.contract import parse
+        from backscroll.contract.keep import SpaceRequest
+
+        self.keeper.configure(parse(SpaceRequest, {"name": space, "require_review": True}))

@@ -27,7 +27,7 @@ from backscroll.view.guard import COOKIE, HEADERS, REFUSED, Guard
 from backscroll.view.serve import SECRET_BYTES, bind
 from backscroll.view.server import build
 from tests.conftest import REPO
-from tests.helpers import ago, run
+from tests.helpers import Keeping, ago, run
 from tests.test_read_only import read_only
 
 PORT = 48123
@@ -450,34 +450,17 @@ class Kept(msgspec.Struct):
 
 @pytest.fixture
 def kept(home: Path, view: TestClient) -> Kept:
-    from backscroll.contract.keep import KeepRequest, ReviseRequest, SpaceRequest
-    from backscroll.keep import Keeper
-
     slack = ids(view)["Slack"]
     with MemoryStore(write=True) as store:
-        keeper = Keeper(store)
-
-        def keep(**given: Any) -> str:
-            return keeper.keep(contract.parse(KeepRequest, given)).memory.id
-
-        spanish = keep(
-            text="Answers in Spanish.",
-            kind="preference",
-            subject="user",
-            predicate="answer_language",
-            value="spanish",
-            source=f"frame:{slack}",
-        )
-        revised = {"id": spanish, "expected_version": 1, "text": "Answers in Spanish, always."}
-        keeper.revise(contract.parse(ReviseRequest, revised))
-        staging = keep(
+        keeping = Keeping(store, slack)
+        staging = keeping.keep(
             text="The staging database resets on Sundays.",
             space="work",
             source="https://wiki.example/staging",
         )
-        keeper.configure(contract.parse(SpaceRequest, {"name": "inbox", "require_review": True}))
-        proposed = keep(text="The Atlas launch is on October 1st.", space="inbox")
-    return Kept(spanish, staging, proposed, slack)
+        keeping.review_in("inbox")
+        proposed = keeping.keep(text="The Atlas launch is on October 1st.", space="inbox")
+    return Kept(keeping.spanish, staging, proposed, slack)
 
 
 def decoded(answer: Any, kind: type[msgspec.Struct]) -> Any:

@@ -29,6 +29,7 @@ from backscroll import answer, contract
 from backscroll.importer import import_frames
 from backscroll.store import MemoryStore
 from backscroll.view.guard import REFUSED
+from tests.helpers import Keeping
 
 pytestmark = pytest.mark.browser
 
@@ -380,27 +381,11 @@ def test_todays_page_follows_a_new_frame(view: Served, page: Any, tmp_path: Path
 def test_a_person_approves_a_memory_opens_its_history_and_follows_its_source_to_the_frame(
     view: Served, page: Any, tmp_path: Path
 ) -> None:
-    from backscroll.contract.keep import KeepRequest, ReviseRequest, SpaceRequest
-    from backscroll.keep import Keeper
-
     with MemoryStore(write=True) as store:
         [slack] = [h.id for h in store.search("quokka", limit=1)]
-        keeper = Keeper(store)
-
-        def keep(**given: Any) -> str:
-            return keeper.keep(contract.parse(KeepRequest, given)).memory.id
-
-        spanish = keep(
-            text="Answers in Spanish.",
-            kind="preference",
-            subject="user",
-            predicate="answer_language",
-            value="spanish",
-            source=f"frame:{slack}",
-        )
-        revised = {"id": spanish, "expected_version": 1, "text": "Answers in Spanish, always."}
-        keeper.revise(contract.parse(ReviseRequest, revised))
-        keep(
+        keeping = Keeping(store, slack)
+        spanish = keeping.spanish
+        keeping.keep(
             text="We chose Postgres for the billing service: it already runs our reports.",
             kind="decision",
             subject="billing",
@@ -408,14 +393,14 @@ def test_a_person_approves_a_memory_opens_its_history_and_follows_its_source_to_
             value="postgres",
             source="https://wiki.example/adr/12",
         )
-        keep(
+        keeping.keep(
             text="Ask how the Atlas launch went.",
             kind="intention",
             due="2026-10-01T09:00:00Z",
             source="notes/atlas.md",
         )
-        keeper.configure(contract.parse(SpaceRequest, {"name": "inbox", "require_review": True}))
-        proposed = keep(text="The staging database resets on Sundays.", space="inbox")
+        keeping.review_in("inbox")
+        proposed = keeping.keep(text="The staging database resets on Sundays.", space="inbox")
     shots = [tmp_path / "shots"]
     if os.environ.get("BACKSCROLL_README_SHOTS"):
         shots.append(Path(os.environ["BACKSCROLL_README_SHOTS"]))
