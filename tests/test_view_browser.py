@@ -294,6 +294,9 @@ def test_a_person_pauses_resumes_and_deletes_with_the_confirmation(
         page.goto(view.url.replace("/?", "/control?"))
         page.wait_for_selector("#status")
         assert page.inner_text("[data-field=capture]") == "active"
+        assert page.inner_text("[data-field=meaning]") == (
+            "0 of 8 frames embedded (the daemon, an import or a reindex embeds the rest)"
+        )
         page.fill("#pause-for", "30m")
         page.click("#pause")
         expect(page.locator("#control-note")).to_contain_text("Capture paused until")

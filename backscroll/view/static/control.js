@@ -17,6 +17,7 @@ export async function showControl(main, go) {
     ["Frames", `${status.frames.toLocaleString()} (${status.oldest || "–"} → ${status.newest || "–"})`],
     ["Encryption", `text ${status.encrypt_text ? "on" : "off"}, thumbnails ${status.encrypt_thumbnails ? "on" : "off"}` + (status.key_store ? `; key in the ${status.key_store}` : "") + (status.key_problem ? `; ${status.key_problem}` : "")],
     ["Retention", `${status.retention_days} days`],
+    ["Meaning", status.meaning],
     ["Views", status.views_lag ? `${status.views_lag} event(s) behind: ${status.views_behind_why}` : "up to date"],
   ];
   const table = el("dl", { class: "status", id: "status" }, ...rows.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { "data-field": k.toLowerCase(), text: v })]));
