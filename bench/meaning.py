@@ -33,9 +33,9 @@ paraphrases and turns the off-topic questions away. Writes ``bench/results/meani
 ``--center CUTOFF`` tries questions centred on the store's mean row (``center``): the
 questions are asked as they are, then centred, with that cut-off for the centred scores
 (-1: none). The model's vectors share a common direction (the mean row's norm is ~0.56, of
-unit rows), so a plain cosine ranks the frames nearest *every* question near each one;
-centring the question ranks a frame by how much nearer the question it is than the average
-frame. Its run is ``bench/results/meaning.txt``'s "candidates tried".
+unit rows), so a plain cosine favours the frames that lie near every question; centring
+the question ranks a frame by how much nearer the question it is than the average frame.
+Its run is ``bench/results/meaning.txt``'s "candidates tried".
 """
 
 from __future__ import annotations
