@@ -175,21 +175,30 @@ class MeaningHit(NamedTuple):
 
 class _Part(NamedTuple):
     """A month's map, or the chunks past it, as a reader holds them: its rows' codes and
-    which of its frames use which of the month's rows."""
+    which of its frames use which of the month's rows. Nothing is derived from the map's
+    arrays but each frame's first pair (4 bytes a frame): the rest are views of the map."""
 
     codes: np.ndarray  # its rows × CODE_BYTES, the month's rows from its first
     ids: np.ndarray  # each frame with passages
     times: np.ndarray
-    frame_of: np.ndarray  # each (frame, row) pair's frame, pairs frame by frame
+    counts: np.ndarray  # each frame's pairs (frame, row)
+    starts: np.ndarray  # each frame's first pair
     row_of: np.ndarray  # each pair's row of the month (a frame past the map may use its rows)
     spans: np.ndarray  # pairs × 2: the passage's characters in the frame's text
-    by_row: np.ndarray  # the pairs in row order
-    row_starts: np.ndarray  # each row's first place in by_row, for the month's rows so far
 
-    def pairs(self, row: int) -> list[int]:
-        if row + 1 >= len(self.row_starts):
-            return []
-        found: list[int] = self.by_row[self.row_starts[row] : self.row_starts[row + 1]].tolist()
+    def pairs(self, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The pairs whose row is ``True`` in ``chosen`` (a mask of the month's rows), and
+        their frames."""
+        import numpy as np
+
+        found = np.flatnonzero(chosen[self.row_of])
+        return found, np.searchsorted(self.starts, found, side="right") - 1
+
+    def rows_of(self, inside: np.ndarray) -> np.ndarray:
+        """The rows the frames ``inside`` use."""
+        import numpy as np
+
+        found: np.ndarray = self.row_of[np.repeat(inside, self.counts)]
         return found
 
 
@@ -308,15 +317,17 @@ class MeaningView:
                 scores[mine] = -1.0
                 continue
             scores[mine] = cosines(found, query)
+        passed = scores >= cutoff
+        chosen = np.zeros(int(month.firsts[-1]) + month.added[-1], bool)
+        chosen[rows[passed]] = True
+        score_of = dict(zip(rows[passed].tolist(), scores[passed].tolist(), strict=True))
         best: dict[tuple[int, int], tuple[float, int]] = {}
-        for row, score in zip(rows.tolist(), scores.tolist(), strict=True):
-            if score < cutoff:
-                continue
-            for p, part in enumerate(month.parts):
-                for pair in part.pairs(row):
-                    frame = (p, int(part.frame_of[pair]))
-                    if insides[p][frame[1]] and score > best.get(frame, (-2.0, 0))[0]:
-                        best[frame] = (score, pair)
+        for p, part in enumerate(month.parts):
+            pairs, frames = part.pairs(chosen)
+            for pair, frame in zip(pairs.tolist(), frames.tolist(), strict=True):
+                score = score_of[int(part.row_of[pair])]
+                if insides[p][frame] and score > best.get((p, frame), (-2.0, 0))[0]:
+                    best[(p, frame)] = (score, pair)
         return [
             MeaningHit(score, int(part.ids[frame]), (int(s[0]), int(s[1])))
             for (p, frame), (score, pair) in best.items()
@@ -451,18 +462,9 @@ def _part(
 
     if int(counts.sum()) != len(row_of) or (len(row_of) and int(row_of.max()) >= rows):
         raise DecryptionError("the meaning view's frame map does not agree with its rows")
-    # int32 for what is counted in pairs and rows: a month holds far fewer than 2**31.
-    by_row = np.argsort(row_of, kind="stable").astype(np.int32)
-    return _Part(
-        found,
-        ids,
-        times,
-        np.repeat(np.arange(len(ids), dtype=np.int32), counts),
-        row_of,
-        spans,
-        by_row,
-        np.searchsorted(row_of[by_row], np.arange(rows + 1)).astype(np.int32),
-    )
+    # int32: a month holds far fewer than 2**31 pairs.
+    starts = (np.cumsum(counts, dtype=np.int32) - counts).astype(np.int32)
+    return _Part(found, ids, times, counts, starts, row_of, spans)
 
 
 def _inside(times: np.ndarray, start_us: int | None, end_us: int | None) -> np.ndarray:
@@ -489,7 +491,7 @@ def _nearest(
     else:
         wanted = np.zeros(len(found), bool)
         for part, inside in zip(parts, insides, strict=True):
-            wanted[part.row_of[inside[part.frame_of]]] = True
+            wanted[part.rows_of(inside)] = True
         rows = np.flatnonzero(wanted)
         found = found[rows]
     if len(rows) > count:
