@@ -30,6 +30,7 @@ chunks past it, never the 4-bit rows.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -424,12 +425,17 @@ def read_rows(
     rows alone (they end its file), from a sealed one out of its whole body."""
     import numpy as np
 
-    with open(root / name, "rb") as f:
-        kind = f.read(1)
+    # os.pread on a descriptor, not a buffered file: a question reads ~300 chunks (measured
+    # at 1M frames), and the buffered file's reads, seeks and Path joins were a quarter of
+    # the view's own search.
+    fd = os.open(os.path.join(root, name), os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        end = os.fstat(fd).st_size
+        kind = os.pread(fd, 1, 0)
         if kind == SEALED:
             if cipher is None:
                 raise DecryptionError(f"{name}: the encryption key is not available")
-            body = cipher.open_view(name, f.read())
+            body = cipher.open_view(name, os.pread(fd, end - 1, 1))
             if len(body) < added * ROW_BYTES:
                 raise DecryptionError(f"{name}: holds fewer rows than the manifest says")
             every = np.frombuffer(body, np.uint8)[len(body) - added * ROW_BYTES :]
@@ -437,15 +443,15 @@ def read_rows(
             return picked
         if kind != PLAIN:
             raise DecryptionError(f"{name}: not a chunk of the meaning view")
-        end = f.seek(0, 2)
         if end - 1 < added * ROW_BYTES:
             raise DecryptionError(f"{name}: holds fewer rows than the manifest says")
         start = end - added * ROW_BYTES
-        out = np.empty((len(rows), ROW_BYTES), np.uint8)
-        for at, row in enumerate(rows.tolist()):
-            f.seek(start + row * ROW_BYTES)
-            out[at] = np.frombuffer(f.read(ROW_BYTES), np.uint8)
-        return out
+        found = b"".join(os.pread(fd, ROW_BYTES, start + r * ROW_BYTES) for r in rows.tolist())
+        if len(found) != len(rows) * ROW_BYTES:
+            raise DecryptionError(f"{name}: holds fewer rows than the manifest says")
+        return np.frombuffer(found, np.uint8).reshape(-1, ROW_BYTES)
+    finally:
+        os.close(fd)
 
 
 def _part(
