@@ -217,14 +217,17 @@ def test_turned_off_nothing_is_embedded_and_search_is_by_words(
     assert code != 0 and "meaning" in err
 
 
-def test_an_orphan_chunk_of_a_crash_is_removed_by_the_next_writer(backscroll_home: Path) -> None:
+def test_an_orphan_chunk_or_map_of_a_crash_is_removed_by_the_next_writer(
+    backscroll_home: Path,
+) -> None:
     embedded()
     view = backscroll_home / "views" / "meaning"
-    orphan = view / "2026-01.999999.vec"
-    orphan.write_bytes(b"P" + b"left by a crash")
+    orphans = [view / "2026-01.999999.vec", view / "2026-01.999998.map"]
+    for orphan in orphans:
+        orphan.write_bytes(b"P" + b"left by a crash")
     (view / "manifest.json").write_bytes(b"{not json")
     with MemoryStore(write=True) as store:
-        assert not orphan.exists()
+        assert not any(orphan.exists() for orphan in orphans)
         assert store.embed() == len(STORE)  # a damaged manifest: the view is made again
     assert Manifest.load(view).frames == len(STORE)
 
