@@ -75,11 +75,12 @@ def verify_store(store: MemoryStore) -> list[str]:
 
 
 def _meaning_problems(store: MemoryStore, in_log: set[int], tail: int) -> list[str]:
-    """The meaning view: its position, each chunk and graph its manifest names read whole
+    """The meaning view: its position, each chunk and map its manifest names read whole
     (opened with the key when sealed), and no vector of a frame the log no longer holds (a
-    deletion leaves none behind; a month's graph holds its rows, by number)."""
+    deletion leaves none behind; a month's map holds its rows, by number)."""
     from base.errors import DecryptionError
-    from projector.vectors import Manifest, open_graph, read_chunk
+    from projector._codes import CODE_BYTES
+    from projector.vectors import Manifest, open_map, read_chunk
 
     root = store.layout.views / "meaning"
     manifest = Manifest.load(root)
@@ -99,16 +100,16 @@ def _meaning_problems(store: MemoryStore, in_log: set[int], tail: int) -> list[s
                     f"meaning view: {name} holds the vectors of {len(gone)} frame(s) the log "
                     f"no longer has (#{gone[0]}): {REBUILD}"
                 )
-    for month, graph in manifest.graphs.items():
+    for month, held in manifest.maps.items():
         try:
-            rows = len(open_graph(root, graph.name, store.crypto))
+            rows = len(open_map(root, held.name, store.crypto).codes) // CODE_BYTES
         except (DecryptionError, OSError) as exc:
-            problems.append(f"meaning view: {graph.name} does not read ({exc}): {REBUILD}")
+            problems.append(f"meaning view: {held.name} does not read ({exc}): {REBUILD}")
             continue
-        if rows != graph.rows or rows > manifest.month_rows(month):
+        if rows != held.rows or rows > manifest.month_rows(month):
             problems.append(
-                f"meaning view: {graph.name} holds {rows} rows where the manifest says "
-                f"{graph.rows} of the month's {manifest.month_rows(month)}: {REBUILD}"
+                f"meaning view: {held.name} holds {rows} rows where the manifest says "
+                f"{held.rows} of the month's {manifest.month_rows(month)}: {REBUILD}"
             )
     return problems
 

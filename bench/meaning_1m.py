@@ -1,14 +1,16 @@
 """Search by meaning at 1M frames (issue 26 §5): hybrid search p99 in process beside words
-alone in the same run, the meaning view's size against the store's, and the peak RSS of a
-search process; and the two ways the view can search its binary codes, compared: each
-month's usearch graph (HNSW) and usearch's exact search over every code.
+alone in the same run, the meaning view's size against the store's, and the RSS of a search
+process (anonymous and mapped files apart), with the view sealed and the same view kept
+plain; and what choosing 256 candidates by their binary codes misses.
 
     .venv/bin/python -m bench.meaning_1m [--frames 1000000] [--per-class 25] [--sample 2000]
 
 The store is ``bench.search``'s cached corpus store (built by it, 20% of it with encrypted
 text), copied, with ``encrypt_text`` turned on so that the meaning view is sealed (the case
 that costs most: every chunk decrypted to score its rows, every graph decrypted into
-memory). Embedding a million frames would take ~30 hours of this machine's CPU (0.11 s a
+memory). The plain case is a copy of that store (hard links) whose meaning view's files
+are opened and written plain, byte for byte what a plain store's writer writes (its maps
+then memory-mapped). Embedding a million frames would take ~30 hours of this machine's CPU (0.11 s a
 frame), so ``--sample`` frames spread over the corpus are embedded with the real model
 (every passage, as the meaning writer cuts them) and their vectors reused across the
 million, as issue 26 allows: the real ``MeaningWriter`` cuts each frame of the store into
@@ -17,13 +19,15 @@ passage the normalised sum of two sample vectors picked at random (one vector a 
 times over would be no index's real case). Batches of 32 frames, as ``import`` writes them.
 
 Queries: the same as ``bench.search``'s (its cached query set, the same sampling: 25 a
-class), through ``MemoryStore.search(limit=15)``: words alone (``by="words"``), hybrid with
-the graphs (the default), hybrid over every code exactly; back to back, after a warm-up
-pass (which loads the model and the view). The hybrid time includes embedding the question.
-Also: the meaning view's own search, graphs against exact: time, and how many of the exact
-search's first 10 frames the graphs found. Peak RSS (VmHWM, see ``peak_rss_kib``) of a
-process that runs the queries one way, each in its own process, with its first query's
-time (the view read cold from the page cache). Writes ``bench/results/meaning_1m.txt``.
+class), through ``MemoryStore.search(limit=15)``: words alone (``by="words"``) and hybrid
+(the default), sealed and plain; back to back, after a warm-up pass (which loads the model
+and the view). The hybrid time includes embedding the question. Also: the meaning view's
+own search, and how many of its first 10 frames (256 candidates by their codes) are those
+found from 20,000 candidates (every row a question's first ten could come from, in
+practice: the 4-bit rows then score both alike). Peak RSS (VmHWM, see ``peak_rss_kib``),
+anonymous and mapped-file RSS at the end, of a process that runs the queries one way, each
+in its own process, with its first query's time (the view read from the page cache).
+Writes ``bench/results/meaning_1m.txt``.
 """
 
 from __future__ import annotations
@@ -54,12 +58,15 @@ from bench._corpus import (
     rows,
 )
 from bench._stats import percentile
+from query.meaning import By
 
 RESULTS = REPO / "bench" / "results" / "meaning_1m.txt"
 DAYS = 500
 SEED = 1
 LIMIT = 15
-ENGINES = ("words", "hybrid, graphs", "hybrid, exact")
+MORE = 20_000
+ENGINES = ("words", "hybrid")
+KEPT = ("sealed", "plain")
 
 say = Report()
 
@@ -127,7 +134,6 @@ class Reused:
 
 def meaning_store(frames: int, sample: int) -> tuple[Path, dict[str, Any]]:
     from bench.search import search_store
-    from projector.embedder import MODEL_ID
 
     source, _ = search_store(frames)
     folder, sampled = sample_vectors(frames, sample)
@@ -163,7 +169,38 @@ def meaning_store(frames: int, sample: int) -> tuple[Path, dict[str, Any]]:
             "code": revision(),
         }
 
-    return cached(f"meaning-n{frames}-k{sample}-{MODEL_ID}", build)
+    return cached(store_name(frames, sample), build)
+
+
+def store_name(frames: int, sample: int) -> str:
+    from projector.embedder import MODEL_ID
+    from projector.vectors import FORMAT
+
+    return f"meaning-n{frames}-k{sample}-{MODEL_ID}-f{FORMAT}"
+
+
+def plain_store(home: Path) -> Path:
+    """``home`` (hard links) with its meaning view's files opened and written plain."""
+    from backscroll.store import MemoryStore
+    from projector._codes import PLAIN, map_file, open_map, view_file
+
+    def build(target: Path) -> dict[str, Any]:
+        say("linking the store and writing its meaning view plain")
+        subprocess.run(["cp", "-al", f"{home}/.", str(target)], check=True)
+        (target / "build.json").unlink()
+        view = target / "views" / "meaning"
+        cipher = MemoryStore(home).crypto
+        for path in sorted(view.glob("*.vec")):
+            _, body = view_file(view, path.name, cipher)
+            path.unlink()  # a hard link: the sealed store's file stays
+            path.write_bytes(PLAIN + body)
+        for path in sorted(view.glob("*.map")):
+            found = open_map(view, path.name, cipher)
+            path.unlink()
+            path.write_bytes(map_file(found, path.name, None))
+        return {"from": home.name}
+
+    return cached(f"{home.name}-plain", build)[0]
 
 
 # -- measuring -------------------------------------------------------------------------------
@@ -191,24 +228,21 @@ def engine(home: Path, how: str) -> Any:
     def run(q: Any) -> int:
         start = datetime.fromtimestamp(q.start, UTC) if q.start is not None else None
         end = datetime.fromtimestamp(q.end, UTC) if q.end is not None else None
-        by = "words" if how == "words" else "both"
-        meaning = store._meaning(store.crypto)
-        if meaning is not None:
-            meaning.view.graphs = how != "hybrid, exact"
+        by: By = "words" if how == "words" else "both"
         found = store.search(q.text, start=start, end=end, app=q.app, limit=LIMIT, by=by)
         return len(found)
 
     return run
 
 
-def latencies(home: Path, queries: list[Any]) -> dict[str, list[float]]:
-    runs = {how: engine(home, how) for how in ENGINES}
+def latencies(homes: dict[str, Path], queries: list[Any]) -> dict[str, list[float]]:
+    runs = {f"{how}, {kept}": engine(home, how) for kept, home in homes.items() for how in ENGINES}
     start = time.perf_counter()
     for q in queries[::10]:  # warm-up: the model and every month of the view loaded
         for run in runs.values():
             run(q)
     say(f"warm-up ({len(queries[::10])} queries each way): {time.perf_counter() - start:.1f} s")
-    out: dict[str, list[float]] = {how: [] for how in ENGINES}
+    out: dict[str, list[float]] = {how: [] for how in runs}
     order = list(queries)
     random.Random(SEED).shuffle(order)
     for i, q in enumerate(order):
@@ -221,8 +255,9 @@ def latencies(home: Path, queries: list[Any]) -> dict[str, list[float]]:
     return out
 
 
-def graphs_against_exact(home: Path, queries: list[Any]) -> None:
-    """The view's own search both ways over every month: time and the graphs' recall."""
+def codes_against_more(home: Path, queries: list[Any]) -> None:
+    """The view's own search over every month: its time, and its first 10 frames against
+    those from 20,000 candidates."""
     from backscroll.store import MemoryStore
     from projector.embedder import embedder
 
@@ -231,25 +266,21 @@ def graphs_against_exact(home: Path, queries: list[Any]) -> None:
     assert meaning is not None
     view = meaning.view
     model = embedder()
-    times: dict[bool, list[float]] = {True: [], False: []}
+    times: list[float] = []
     found, asked = 0, 0
     for q in queries:
         vector = model.query(q.text)
-        answers = {}
-        for graphs in (True, False):
-            view.graphs = graphs
-            t0 = time.perf_counter()
-            answers[graphs] = view.search(vector, None, None, None, None)
-            times[graphs].append((time.perf_counter() - t0) * 1e3)
-        exact = {h.frame_id for h in answers[False][:10]}
-        found += len(exact & {h.frame_id for h in answers[True][:10]})
-        asked += len(exact)
+        t0 = time.perf_counter()
+        chosen = view.search(vector, None, None, None, None)
+        times.append((time.perf_counter() - t0) * 1e3)
+        more = {h.frame_id for h in view.search(vector, None, None, None, None, candidates=MORE)}
+        found += len(more & {h.frame_id for h in chosen[:10]})
+        asked += min(10, len(more))
     say(f"{'the view alone, every month':34s} {HEADER}")
-    say(f"{'  graphs (HNSW) + rows past them':34s} {cells(times[True])}")
-    say(f"{'  exact over every code':34s} {cells(times[False])}")
+    say(f"{'  256 candidates by their codes':34s} {cells(times)}")
     say(
-        f"the graphs found {found:,} of the exact search's first-10 frames ({asked:,}): "
-        f"{100 * found / max(asked, 1):.1f}% (the candidates are then scored alike)"
+        f"of the first 10 frames from {MORE:,} candidates, 256 found {found:,} of {asked:,}: "
+        f"{100 * found / max(asked, 1):.1f}%"
     )
 
 
@@ -293,19 +324,24 @@ def rss_run(home: Path, how: str, frames: int, per_class: int) -> None:
     )
 
 
-def rss(frames: int, per_class: int, sample: int) -> None:
+def rss(homes: dict[str, Path], frames: int, per_class: int) -> None:
     say(f"{'a process, one way':18s} {'first query':>12s} {'p99 after':>10s} {'peak RSS':>10s}")
-    for how in ENGINES:
-        command = [sys.executable, "-m", "bench.meaning_1m", "--frames", str(frames)]
-        command += ["--per-class", str(per_class), "--sample", str(sample), "--rss", how]
-        done = subprocess.run(command, check=True, capture_output=True, text=True, cwd=REPO)
-        got = json.loads(done.stdout.strip().splitlines()[-1])
-        say(
-            f"{how:18s} {got['first_ms']:10.0f} ms {got['p99']:7.1f} ms "
-            f"{got['rss'] / 1024:7.0f} MiB  (before the store opened: {got['at'] / 1024:.0f} "
-            f"MiB; at the end anonymous {got['anon'] / 1024:.0f} MiB, mapped files "
-            f"{got['file'] / 1024:.0f} MiB)"
-        )
+    for kept, home in homes.items():
+        for how in ENGINES if kept == "sealed" else ENGINES[1:]:
+            rss_one(home, how, kept, frames, per_class)
+
+
+def rss_one(home: Path, how: str, kept: str, frames: int, per_class: int) -> None:
+    command = [sys.executable, "-m", "bench.meaning_1m", "--frames", str(frames)]
+    command += ["--per-class", str(per_class), "--rss", how, "--home", str(home)]
+    done = subprocess.run(command, check=True, capture_output=True, text=True, cwd=REPO)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    say(
+        f"{how + ', ' + kept:18s} {got['first_ms']:10.0f} ms {got['p99']:7.1f} ms "
+        f"{got['rss'] / 1024:7.0f} MiB  (before the store opened: {got['at'] / 1024:.0f} "
+        f"MiB; at the end anonymous {got['anon'] / 1024:.0f} MiB, mapped files "
+        f"{got['file'] / 1024:.0f} MiB)"
+    )
 
 
 def sizes(home: Path) -> None:
@@ -315,7 +351,7 @@ def sizes(home: Path) -> None:
     meaning = disk_bytes(view)
     total = disk_bytes(home)
     rest = total - meaning
-    graphs = sum(p.stat().st_size for p in view.glob("*.graph"))
+    maps = sum(p.stat().st_size for p in view.glob("*.map"))
     chunks = sum(p.stat().st_size for p in view.glob("*.vec"))
     manifest = Manifest.load(view)
     rows_ = sum(manifest.rows.values())
@@ -323,12 +359,12 @@ def sizes(home: Path) -> None:
     say(
         f"the store without the meaning view: {rest / 1e6:,.0f} MB; the meaning view "
         f"{meaning / 1e6:,.0f} MB = +{100 * meaning / rest:.1f}% (chunks {chunks / 1e6:,.0f} MB, "
-        f"graphs {graphs / 1e6:,.0f} MB, manifest {listed / 1e6:.1f} MB)"
+        f"maps {maps / 1e6:,.0f} MB, manifest {listed / 1e6:.1f} MB)"
     )
     say(
         f"{manifest.frames:,} frames, {rows_:,} rows ({rows_ / max(manifest.frames, 1):.2f} a "
-        f"frame), {len(manifest.rows):,} chunks, {len(manifest.graphs)} graphs over "
-        f"{len(manifest.months)} months ({sum(g.rows for g in manifest.graphs.values()):,} rows)"
+        f"frame), {len(manifest.rows):,} chunks, {len(manifest.maps)} maps over "
+        f"{len(manifest.months)} months ({sum(m.rows for m in manifest.maps.values()):,} rows)"
     )
 
 
@@ -338,12 +374,10 @@ def main() -> None:
     parser.add_argument("--per-class", type=int, default=25)
     parser.add_argument("--sample", type=int, default=2000)
     parser.add_argument("--rss", choices=ENGINES, help=argparse.SUPPRESS)
+    parser.add_argument("--home", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.rss:
-        from projector.embedder import MODEL_ID
-
-        home = DATA / f"meaning-n{args.frames}-k{args.sample}-{MODEL_ID}"
-        rss_run(home, args.rss, args.frames, args.per_class)
+        rss_run(args.home, args.rss, args.frames, args.per_class)
         return
     for line in machine():
         say(line)
@@ -354,6 +388,7 @@ def main() -> None:
     say(f"run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
     say()
     home, info = meaning_store(args.frames, args.sample)
+    homes = {"sealed": home, "plain": plain_store(home)}
     sample = info["sample"]
     say(
         f"REUSED VECTORS: {sample['frames']:,} corpus frames embedded with {sample['model']} "
@@ -366,28 +401,29 @@ def main() -> None:
         f"{info['seconds']:,.0f} s ({info['cpu_s']:,.0f} s CPU; the model's work not in it), "
         f"load then {info['load']}; code: {info['code']}"
     )
-    sizes(home)
+    for kept, where in homes.items():
+        say(f"{kept}:")
+        sizes(where)
     queries = chosen_queries(args.frames, args.per_class)
     say(f"{len(queries)} queries ({args.per_class} a class of bench.search's), limit {LIMIT}")
     say(f"load before the queries: {load()}")
     say()
-    times = latencies(home, queries)
+    times = latencies(homes, queries)
     say(f"{'ms a query, in process':34s} {HEADER}")
-    for how in ENGINES:
-        say(f"{how:34s} {cells(times[how])}")
-    p99 = {how: percentile(times[how], 0.99) for how in ENGINES}
+    for how, took in times.items():
+        say(f"{how:34s} {cells(took)}")
+    p99 = {how: percentile(took, 0.99) for how, took in times.items()}
     say(
-        f"hybrid p99 {p99['hybrid, graphs']:.1f} ms with the graphs, "
-        f"{p99['hybrid, exact']:.1f} ms exact (target <= 150 ms); words alone "
-        f"{p99['words']:.1f} ms in the same run"
+        f"hybrid p99 {p99['hybrid, sealed']:.1f} ms sealed, {p99['hybrid, plain']:.1f} ms "
+        f"plain (target <= 150 ms); words alone {p99['words, sealed']:.1f} ms in the same run"
     )
     say(f"load after the queries: {load()}")
     say()
-    graphs_against_exact(home, queries[::5])
+    codes_against_more(home, queries[::5])
     say(f"load: {load()}")
     say()
-    rss(args.frames, args.per_class, args.sample)
-    say(f"this process's peak RSS (every way, the view both ways): {peak_rss_kib() / 1024:.0f} MiB")
+    rss(homes, args.frames, args.per_class)
+    say(f"this process's peak RSS (every way, both stores): {peak_rss_kib() / 1024:.0f} MiB")
     say(f"load at end: {load()}")
     say(f"code at end: {revision()}")
     say.write(RESULTS, section=f"{args.frames:,} frames")

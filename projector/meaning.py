@@ -8,13 +8,13 @@ the same call, under the projector's ``lock``: a batch being embedded never writ
 of frames a purge has just removed.
 
 Files are written whole (``base.fs``) and the manifest is the commit point: a chunk or a
-graph it does not name is an orphan of a crash, removed by the next writer.
+map it does not name is an orphan of a crash, removed by the next writer.
 
-The writer tends each month's graph (``projector._codes``): once the rows past it number
-``graph_min`` or a quarter of those in it, it opens the graph, adds them, and writes it
-whole under a new name (a month's graph is written ~log(rows) times, each row added once).
-A deletion's rewritten month loses its graph (its rows are numbered anew): it is searched
-exactly until a writer with nothing left to embed tends it again, one month a step (and
+The writer tends each month's map (``projector._codes``): once the rows past it number
+``map_min`` or a quarter of those in it, it makes the map again from the month's chunks
+and writes it whole under a new name (a month's map is written ~log(rows) times). A
+deletion's rewritten month loses its map (its rows are numbered anew): readers read its
+chunks until a writer with nothing left to embed tends it again, one month a step (and
 ``import``, ``reindex`` tend every month before they return).
 """
 
@@ -30,16 +30,15 @@ from base.errors import DecryptionError
 from base.fs import current, ensure_dir, write_atomic, write_new
 from eventlog.contract import EventLog
 from eventlog.events import FrameCaptured
-from projector._codes import PLAIN, SEALED, codes, graph_file, new_graph, open_graph
-from projector.embedder import DIMENSIONS, MODEL_ID
+from projector._codes import PLAIN, ROW_BYTES, SEALED, MapBody, codes, map_file, quantise
+from projector.embedder import MODEL_ID
 from projector.schema import partition_of
 from projector.vectors import (
     FORMAT,
     MANIFEST,
-    SCALE,
     Chunk,
-    Graph,
     Manifest,
+    Map,
     ViewCipher,
     plain_key,
     read_chunk,
@@ -48,15 +47,16 @@ from projector.vectors import (
 if TYPE_CHECKING:
     from projector.embedder import Embedder
 
-__all__ = ["FRAMES_PER_BATCH", "GRAPH_MIN", "MeaningWriter", "TextOf"]
+__all__ = ["FRAMES_PER_BATCH", "MAP_MIN", "MeaningWriter", "TextOf"]
 
 # 32 frames (~4 s of one core) between commits: a purge waits at most that long for the
 # lock, and a daemon stopped loses at most that much work.
 FRAMES_PER_BATCH = 32
-# Rows a month holds before it has a graph, and rows past its graph before they join it:
-# usearch's exact search over 8,192 codes takes ~1 ms here (10.7 ms per 100,000 rows of
-# 384 bits), and adding a row to a graph ~110 µs of CPU.
-GRAPH_MIN = 8192
+# Rows a month holds before it has a map, and rows past its map before it is made again: a
+# reader decodes the chunks past a map, 8,192 rows in ~250 chunks of a batch (~50 ms, read
+# once by a long-lived reader), and a map of a month of 66,000 rows (1M frames over 18
+# months) takes ~1 s to make from its chunks.
+MAP_MIN = 8192
 
 TextOf = Callable[[FrameCaptured], "str | None"]
 """A frame's (redacted) text: decrypted where it is encrypted; None where it cannot be."""
@@ -74,10 +74,10 @@ class MeaningWriter:
         log: EventLog,
         text_of: TextOf,
         keying: Keying = lambda: (None, False),
-        graph_min: int | None = None,
+        map_min: int | None = None,
     ) -> None:
         self.root = ensure_dir(root)
-        self.graph_min = GRAPH_MIN if graph_min is None else graph_min
+        self.map_min = MAP_MIN if map_min is None else map_min
         self.log = log
         self.text_of = text_of
         self._keying = keying
@@ -121,8 +121,6 @@ class MeaningWriter:
         return len(batch), read
 
     def _add(self, embedder: Embedder, frames: list[FrameCaptured]) -> None:
-        import numpy as np
-
         cipher = self.cipher if self.seal else None
         by_month: dict[str, Chunk] = {}
         todo: list[tuple[str, int, bytes, object]] = []  # month, row, key, passage
@@ -154,7 +152,7 @@ class MeaningWriter:
             chunk.spans.append(spans)
         if todo:
             vectors = embedder.embed([t[3] for t in todo])  # type: ignore[misc]
-            quantised = np.clip(np.rint(vectors * SCALE), -127, 127).astype(np.int8)
+            quantised = quantise(vectors)
             for month, chunk in by_month.items():
                 mine = [i for i, t in enumerate(todo) if t[0] == month]
                 chunk.vectors = quantised[mine].tobytes()
@@ -213,57 +211,58 @@ class MeaningWriter:
             self.manifest.counts.pop(name, None)
             self.manifest.rows.pop(name, None)
         self._doomed.extend(names)
-        graph = self.manifest.graphs.pop(month, None)
-        if graph:
-            self._doomed.append(graph.name)
-
-    # -- graphs ----------------------------------------------------------------------------
-
-    def _tend(self, month: str, settle: bool = False) -> bool:
-        """Add the rows past the month's graph to it when they are many enough (or, with
-        ``settle``, any); a graph that does not read is made again from the chunks.
-        Whether it wrote one."""
-        import numpy as np
-
-        rows = self.manifest.month_rows(month)
-        held = self.manifest.graphs.get(month)
-        covered = held.rows if held else 0
-        tail = rows - covered
-        if rows < self.graph_min or tail <= 0:
-            return False
-        if not settle and tail < max(self.graph_min, covered // 4):
-            return False
-        index = None
-        if held:
-            try:
-                index = open_graph(self.root, held.name, self.cipher)
-            except (DecryptionError, OSError):
-                index = None
-            if index is not None and len(index) != covered:
-                index = None
-        if index is None:
-            index, covered = new_graph(DIMENSIONS), 0
-        first = 0
-        for name in self.manifest.months[month]:
-            added = self.manifest.rows.get(name, 0)
-            if first + added > covered:
-                try:
-                    chunk = read_chunk(self.root, name, self.cipher)
-                except (DecryptionError, FileNotFoundError):
-                    return False  # the month is dropped by the next writer that reads it
-                matrix = np.frombuffer(chunk.vectors, np.int8).reshape(-1, DIMENSIONS)
-                skip = max(0, covered - first)
-                index.add(np.arange(first + skip, first + added), codes(matrix[skip:]))
-            first += added
-        self.manifest.seq += 1
-        name = f"{month}.{self.manifest.seq:06d}.graph"
-        # The codes are the vectors' signs: a month with any chunk sealed has its graph
-        # sealed too, whatever the store does now.
-        sealed = self.seal or any(self._sealed(n) for n in self.manifest.months[month])
-        write_new(self.root / name, graph_file(index, name, self.cipher if sealed else None))
+        held = self.manifest.maps.pop(month, None)
         if held:
             self._doomed.append(held.name)
-        self.manifest.graphs[month] = Graph(name, rows)
+
+    # -- maps ------------------------------------------------------------------------------
+
+    def _tend(self, month: str, settle: bool = False) -> bool:
+        """Make the month's map again from its chunks when the rows past it are many enough
+        (or, with ``settle``, when any chunk is past it). Whether it wrote one."""
+        import numpy as np
+
+        names = self.manifest.months[month]
+        rows = self.manifest.month_rows(month)
+        held = self.manifest.maps.get(month)
+        covered = held.rows if held else 0
+        if rows < self.map_min or (held and held.chunks == len(names)):
+            return False
+        if not settle and rows - covered < max(self.map_min, covered // 4):
+            return False
+        ids, times, counts, used, spans, pieces = [], [], [], [], [], []
+        for name in names:
+            try:
+                chunk = read_chunk(self.root, name, self.cipher)
+            except (DecryptionError, FileNotFoundError):
+                return False  # the month is dropped by the next writer that reads it
+            pieces.append(codes(np.frombuffer(chunk.vectors, np.uint8).reshape(-1, ROW_BYTES)))
+            for frame, when, mine, where in zip(
+                chunk.ids, chunk.times, chunk.rows, chunk.spans, strict=True
+            ):
+                if mine:
+                    ids.append(frame)
+                    times.append(when)
+                    counts.append(len(mine))
+                    used += mine
+                    spans += [n for span in where for n in span]
+        body = MapBody(
+            memoryview(np.asarray(ids, "<i8").tobytes()),
+            memoryview(np.asarray(times, "<i8").tobytes()),
+            memoryview(np.asarray(counts, "<i4").tobytes()),
+            memoryview(np.asarray(used, "<i4").tobytes()),
+            memoryview(np.asarray(spans, "<i4").tobytes()),
+            memoryview(np.concatenate(pieces).tobytes()),
+        )
+        self.manifest.seq += 1
+        name = f"{month}.{self.manifest.seq:06d}.map"
+        # The codes are the vectors' signs: a month with any chunk sealed has its map sealed
+        # too, whatever the store does now.
+        sealed = self.seal or any(self._sealed(n) for n in names)
+        write_new(self.root / name, map_file(body, name, self.cipher if sealed else None))
+        if held:
+            self._doomed.append(held.name)
+        self.manifest.maps[month] = Map(name, len(names), rows)
         return True
 
     def _sealed(self, name: str) -> bool:
@@ -272,8 +271,8 @@ class MeaningWriter:
 
     def tend(self) -> bool:
         """Tend one month that needs it and commit, the writer having nothing left to embed:
-        a past month gets every row into its graph (it grows no more), the newest by the
-        rule. Whether it wrote a graph."""
+        a past month gets every chunk into its map (it grows no more), the newest by the
+        rule. Whether it wrote a map."""
         months = sorted(self.manifest.months)
         if any(self._tend(month, settle=month != months[-1]) for month in months):
             self._save()
@@ -324,9 +323,14 @@ class MeaningWriter:
 
     def _remove_unnamed(self) -> None:
         named = {n for names in self.manifest.months.values() for n in names}
-        named |= {graph.name for graph in self.manifest.graphs.values()}
+        named |= {held.name for held in self.manifest.maps.values()}
         removed = False
-        for path in [*self.root.glob("*.vec"), *self.root.glob("*.graph")]:
+        # *.graph: the graphs of the format before (2), which a rebuild leaves unnamed.
+        for path in [
+            *self.root.glob("*.vec"),
+            *self.root.glob("*.map"),
+            *self.root.glob("*.graph"),
+        ]:
             if path.name not in named:
                 current().remove(path)
                 removed = True
@@ -353,7 +357,7 @@ def _compact(chunks: list[Chunk], keep: set[int]) -> Chunk:
                 if new is None:
                     new = renumber[row] = len(renumber)
                     out.keys.append(keys[row])
-                    pieces.append(vectors[row * DIMENSIONS : (row + 1) * DIMENSIONS])
+                    pieces.append(vectors[row * ROW_BYTES : (row + 1) * ROW_BYTES])
                 mine.append(new)
             out.ids.append(frame)
             out.times.append(when)

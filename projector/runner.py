@@ -162,7 +162,7 @@ class Projector:
 
     def embed_all(self, embedder: Embedder, progress: Progress | None = None) -> int:
         """The meaning view caught up with the words view, batch by batch (Ctrl-C keeps the
-        batches done), and its months' graphs tended. Returns the frames embedded."""
+        batches done), and its months' maps tended. Returns the frames embedded."""
         total = self.state.totals().frames - self.meaning.manifest.frames
         done = 0
         while True:
@@ -172,7 +172,7 @@ class Projector:
             done += embedded
             if progress:
                 progress(done, max(total, done))
-        while True:  # every month's rows into its graph, one month a commit
+        while True:  # every month's chunks into its map, one month a commit
             with self.lock:
                 if not self.meaning.tend():
                     return done

@@ -427,9 +427,9 @@ def _single_threaded() -> None:
     )
 
 
-# Their import starts native threads (OpenBLAS's, ONNX Runtime's and usearch's pools), after
+# Their import starts native threads (OpenBLAS's, ONNX Runtime's and numkong's pools), after
 # which the zygote could not fork: a child that searches by meaning imports them afresh.
-THREADED = ("numpy", "onnxruntime", "onnxruntime_extensions", "usearch", "numkong")
+THREADED = ("numpy", "onnxruntime", "onnxruntime_extensions", "numkong")
 
 
 def _warm(modules: list[str]) -> None:

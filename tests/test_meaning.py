@@ -11,13 +11,13 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from backscroll.manage import delete, rebuild_views
 from backscroll.store import MemoryStore
 from projector import embedder as model
-from projector.vectors import SCALE, Manifest
+from projector._codes import quantise
+from projector.vectors import Manifest
 from tests.helpers import ago, populate, run
 from tests.residue import readable_bytes
 from tests.test_startup import loaded_after
@@ -150,7 +150,7 @@ def test_a_deleted_frames_vectors_leave_the_files(
 ) -> None:
     embedded()
     e = model.embedder()
-    mine = np.clip(np.rint(e.embed(e.passages(FLIGHT)) * SCALE), -127, 127).astype(np.int8)
+    mine = quantise(e.embed(e.passages(FLIGHT)))
     assert any(mine[0].tobytes() in data for _, data in readable_bytes(backscroll_home))
     with MemoryStore(write=True) as store:
         delete(store, app="Firefox")
@@ -217,14 +217,17 @@ def test_turned_off_nothing_is_embedded_and_search_is_by_words(
     assert code != 0 and "meaning" in err
 
 
-def test_an_orphan_chunk_of_a_crash_is_removed_by_the_next_writer(backscroll_home: Path) -> None:
+def test_an_orphan_chunk_or_map_of_a_crash_is_removed_by_the_next_writer(
+    backscroll_home: Path,
+) -> None:
     embedded()
     view = backscroll_home / "views" / "meaning"
-    orphan = view / "2026-01.999999.vec"
-    orphan.write_bytes(b"P" + b"left by a crash")
+    orphans = [view / "2026-01.999999.vec", view / "2026-01.999998.map"]
+    for orphan in orphans:
+        orphan.write_bytes(b"P" + b"left by a crash")
     (view / "manifest.json").write_bytes(b"{not json")
     with MemoryStore(write=True) as store:
-        assert not orphan.exists()
+        assert not any(orphan.exists() for orphan in orphans)
         assert store.embed() == len(STORE)  # a damaged manifest: the view is made again
     assert Manifest.load(view).frames == len(STORE)
 
@@ -388,5 +391,5 @@ def test_a_long_lived_reader_lets_go_of_a_deleted_frames_vectors(backscroll_home
     with MemoryStore(write=True) as store:
         delete(store, app="Firefox")
     assert all(h.frame_id != 2 for h in view.search(question, None, None, None, None))
-    held = [int(i) for month in view._months.values() for i in month.ids]
+    held = [int(i) for month in view._months.values() for part in month.parts for i in part.ids]
     assert 2 not in held and len(held) == 2
