@@ -41,6 +41,8 @@ CHUNK_LINES = 250
 WORKER_BYTES = 4_000_000
 """An import of fewer bytes is prepared in its own process: starting a worker took ~0.15 s
 (an interpreter, and the modules it needs), the time to prepare ~2,400 lines of 1.7 KB."""
+AHEAD_LINES = 2_000
+"""Lines given to the workers and not yet taken back: ~3.4 MB of screen text."""
 MAX_WORKERS = 4
 """Past a few workers the process that appends and indexes is the bottleneck."""
 
@@ -91,12 +93,13 @@ class Preparing:
                 self.pool.submit(_ready)
 
     def map(self, preparer: Preparer, chunks: Iterable[Chunk]) -> Iterator[Ready]:
-        # A few chunks ahead, not the whole file: the lines and their results stay in memory.
+        # Two batches of 1,000 lines ahead, not the whole file (the lines and their results
+        # stay in memory): the workers go on while the import appends and indexes a batch.
         ahead: deque[tuple[Chunk, Future[Ready] | None]] = deque()
         for chunk in chunks:
             future = self.pool.submit(_prepare, preparer, chunk) if self.pool else None
             ahead.append((chunk, future))
-            if len(ahead) > 2 * self.workers:
+            if len(ahead) * CHUNK_LINES > AHEAD_LINES:
                 yield self._result(preparer, *ahead.popleft())
         while ahead:
             yield self._result(preparer, *ahead.popleft())
