@@ -45,6 +45,11 @@ AHEAD_LINES = 2_000
 """Lines given to the workers and not yet taken back: ~3.4 MB of screen text."""
 MAX_WORKERS = 4
 """Past a few workers the process that appends and indexes is the bottleneck."""
+MIN_CORES = 3
+"""Workers need a core that the import's own process and Tantivy's threads leave free. On
+the 2-core machine of ``bench/results/import_speed.txt``, shared with other work (a load of
+2-4), two workers prepared 20,000 lines no sooner than the import's own process did, for
+25-35 µs more CPU a line (spawning, pickling, a memo of blind tokens each)."""
 
 
 class Preparer:
@@ -122,11 +127,12 @@ class Preparing:
 
 
 def workers_for(size: int) -> int:
-    """How many worker processes prepare an import of ``size`` bytes."""
-    if size < WORKER_BYTES:
-        return 0
+    """How many worker processes prepare an import of ``size`` bytes: a core each, but for
+    the one the import's own process and Tantivy's threads keep."""
     cores = len(os.sched_getaffinity(0))
-    return min(cores, MAX_WORKERS) if cores > 1 else 0
+    if size < WORKER_BYTES or cores < MIN_CORES:
+        return 0
+    return min(cores - 1, MAX_WORKERS)
 
 
 _memo: dict[str, bytes] = {}  # a worker's, across the chunks of its import

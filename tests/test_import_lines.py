@@ -179,6 +179,7 @@ def stored(store: MemoryStore) -> list[tuple[Any, ...]]:
 def workers(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any import is prepared by worker processes, a few lines to a chunk."""
     monkeypatch.setattr(_import_lines, "WORKER_BYTES", 0)
+    monkeypatch.setattr(_import_lines, "MIN_CORES", 1)
     monkeypatch.setattr(_import_lines, "CHUNK_LINES", 7)
 
 
@@ -191,7 +192,9 @@ def test_workers_store_what_the_import_stores_in_its_own_process(
     for workers in (False, True):
         if workers:
             monkeypatch.setattr(_import_lines, "WORKER_BYTES", 0)
+            monkeypatch.setattr(_import_lines, "MIN_CORES", 1)
             monkeypatch.setattr(_import_lines, "CHUNK_LINES", 7)
+            assert _import_lines.workers_for(0) >= 1
         with MemoryStore(tmp_path / f"home-{workers}", write=True) as store:
             store.set_config(encrypt_text=encrypted)
             assert import_frames(store, lines).imported == 270
@@ -237,7 +240,7 @@ def test_workers_that_cannot_start_leave_the_lines_to_the_import(tmp_path: Path)
         "import backscroll._import_lines as lines\n"
         "from backscroll.importer import import_frames\n"
         "from backscroll.store import MemoryStore\n"
-        "lines.WORKER_BYTES, lines.CHUNK_LINES = 0, 7\n"
+        "lines.WORKER_BYTES, lines.MIN_CORES, lines.CHUNK_LINES = 0, 1, 7\n"
         f"with MemoryStore(write=True) as store, open({str(lines)!r}) as rows:\n"
         "    print(import_frames(store, rows).imported)\n"
     )
@@ -255,13 +258,22 @@ def test_ctrl_c_during_an_import_with_workers_leaves_whole_batches_and_no_proces
     source = tmp_path / "big.jsonl"
     text = "ordinary screen text, nothing secret in it " * 12
     with source.open("w") as out:
-        for i in range(20_000):  # 11 MB: past WORKER_BYTES, so workers prepare it
+        for i in range(20_000):
             row = {"ts": 1_764_000_000 + i, "app": "a", "title": "t", "text": f"{i} {text}"}
             out.write(json.dumps(row) + "\n")
-    assert source.stat().st_size > _import_lines.WORKER_BYTES
+    script = tmp_path / "importing.py"
+    script.write_text(
+        "import sys\n"
+        "import backscroll._import_lines as lines\n"
+        "from backscroll.cli import main\n"
+        "if __name__ == '__main__':\n"
+        "    lines.MIN_CORES = 1  # workers, whatever the cores\n"
+        "    sys.argv = ['backscroll', 'import', '--no-meaning', sys.argv[1]]\n"
+        "    main()\n"
+    )
     # In a session of its own, so that Ctrl-C reaches its group as a terminal sends it.
     importing = subprocess.Popen(
-        [sys.executable, "-m", "backscroll", "import", "--no-meaning", str(source)],
+        [sys.executable, str(script), str(source)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -303,3 +315,4 @@ def _alive_in(pid: str, group: int) -> bool:
         return False
     state, _, pgrp = stat.rpartition(")")[2].split()[:3]
     return state != "Z" and int(pgrp) == group
+
