@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 
 TEXT_SOURCES = ("ax", "ocr", "none")
 
-Chunk = list[tuple[int, str]]
-"""Lines of an import with their numbers."""
+Chunk = list[tuple[int, str | Seen]]
+"""Lines of an import with their numbers, or what they hold, read already."""
 Ready = list[tuple[int, Prepared | str]]
 """A chunk's lines made ready, or why one was refused."""
 
@@ -68,7 +68,7 @@ class Preparer:
         ready: Ready = []
         for number, line in chunk:
             try:
-                seen = parse_import_line(line, self.now)
+                seen = line if isinstance(line, Seen) else parse_import_line(line, self.now)
             except UsageError as exc:
                 ready.append((number, str(exc)))
                 continue

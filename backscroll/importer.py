@@ -20,13 +20,18 @@ from backscroll.record import Prepared, append_frame
 from backscroll.store import MemoryStore
 from base.clock import now_us
 from base.errors import DiskFullError, LockedError, UsageError, is_disk_full
+from capture.seen import Seen
 
 if TYPE_CHECKING:
     from projector.runner import Projector
 
-__all__ = ["IMPORT_BATCH", "ImportResult", "import_frames", "parse_import_line"]
+__all__ = ["IMPORT_BATCH", "KEEP_CHARACTERS", "ImportResult", "import_frames", "parse_import_line"]
 
 IMPORT_BATCH = 1000
+KEEP_CHARACTERS = 64_000_000
+"""The lines the check keeps as it read them (the first 64 MB of text, ~38,000 frames of
+1.7 KB), so that they are not read a second time (~8 µs a line); the rest is read again,
+so that a file of any size fits in memory."""
 
 
 class ImportResult(NamedTuple):
@@ -102,16 +107,22 @@ def _checked_and_appended(
     now = now_us()  # one clock reading: both passes agree on "a day in the future"
     skipped: list[str] = []
     bad: set[int] = set()
+    kept: dict[int, Seen] = {}  # the first lines as the check read them, not read again
+    room = KEEP_CHARACTERS
     for number, line in enumerate(rows, 1):
         if not line.strip():
             continue
         try:
-            parse_import_line(line, now)
+            seen = parse_import_line(line, now)
         except UsageError as exc:
             if not skip_bad:
                 raise UsageError(f"line {number}: {exc}; nothing was imported") from None
             skipped.append(f"line {number}: {exc}")
             bad.add(number)
+            continue
+        if room > 0:
+            kept[number] = seen
+            room -= len(line)
     config = store.config
     crypto = store.ensure_crypto() if config.encrypt_text or config.encrypt_thumbnails else None
     blinder = crypto.blinder if config.encrypt_text and crypto is not None else None
@@ -139,7 +150,7 @@ def _checked_and_appended(
 
     indexing = _Indexing(store)
     try:
-        for ready in preparing.map(preparer, _chunks(rows, bad)):
+        for ready in preparing.map(preparer, _chunks(rows, bad, kept)):
             for number, prepared in ready:
                 if isinstance(prepared, str):  # good when checked: an image file changed since
                     raise UsageError(f"line {number}: {prepared}")
@@ -156,10 +167,13 @@ def _checked_and_appended(
     return ImportResult(imported, skipped)
 
 
-def _chunks(rows: Iterable[str], bad: set[int]) -> Iterator[Chunk]:
-    """The numbered lines to import, ``CHUNK_LINES`` at a time: not blank, not skipped."""
+def _chunks(rows: Iterable[str], bad: set[int], kept: dict[int, Seen]) -> Iterator[Chunk]:
+    """The numbered lines to import, ``CHUNK_LINES`` at a time: not blank, not skipped, and
+    those the check kept as it read them."""
     numbered = (
-        (number, line) for number, line in enumerate(rows, 1) if number not in bad and line.strip()
+        (number, kept.pop(number, line))
+        for number, line in enumerate(rows, 1)
+        if number not in bad and line.strip()
     )
     while chunk := list(islice(numbered, CHUNK_LINES)):
         yield chunk

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backscroll import _import_lines
+from backscroll import _import_lines, importer
 from backscroll.importer import import_frames, parse_import_line
 from backscroll.store import MemoryStore
 from base import jsontext
@@ -316,3 +316,15 @@ def _alive_in(pid: str, group: int) -> bool:
     state, _, pgrp = stat.rpartition(")")[2].split()[:3]
     return state != "Z" and int(pgrp) == group
 
+
+def test_lines_kept_by_the_check_and_lines_read_again_are_stored_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = rows(60)
+    got = []
+    for keep in (0, 900, importer.KEEP_CHARACTERS):  # none, the first few lines, all
+        monkeypatch.setattr(importer, "KEEP_CHARACTERS", keep)
+        with MemoryStore(tmp_path / f"home-{keep}", write=True) as store:
+            assert import_frames(store, lines).imported == 54
+            got.append(stored(store))
+    assert got[0] == got[1] == got[2]
