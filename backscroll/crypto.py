@@ -35,15 +35,7 @@ from base.tokens import normalize, words
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-__all__ = [
-    "BLIND_TOKEN_BYTES",
-    "FORMAT_VERSION",
-    "MEMO_WORDS",
-    "Blinder",
-    "DecryptionError",
-    "FrameCrypto",
-    "compressed_text",
-]
+__all__ = ["BLIND_TOKEN_BYTES", "FORMAT_VERSION", "MEMO_WORDS", "DecryptionError", "FrameCrypto"]
 
 FORMAT_VERSION = 1
 NONCE_BYTES = 12  # the size GCM is defined for; random nonces are safe to ~2**32 messages per key
@@ -71,43 +63,6 @@ _PASSAGE_LABEL = b"backscroll passage v1"
 _MAX_FRAME_ID = 2**64 - 1
 
 
-class Blinder:
-    """The blind tokens of words under a store's blind sub-key, and nothing else: what an
-    import's worker processes are given, so they hold no key that opens a frame."""
-
-    def __init__(self, key: bytes) -> None:
-        self._key = key
-        # HMAC state keyed once and copied per word: skips re-keying, ~1 µs a word instead
-        # of ~1.6 µs.
-        self._mac = hmac.new(key, digestmod=hashlib.sha256)
-
-    def __repr__(self) -> str:
-        return "Blinder(<key hidden>)"
-
-    def __reduce__(self) -> tuple[type[Blinder], tuple[bytes]]:
-        return Blinder, (self._key,)  # an HMAC object does not pickle; its key does
-
-    def tokens(self, text: str, memo: dict[str, bytes] | None = None) -> tuple[bytes, ...]:
-        """The sorted, distinct blind tokens of the words of ``text``.
-
-        ``memo`` maps words to their tokens across calls, so a word seen before costs a look-up
-        instead of an HMAC: a writer of many frames (an import) keeps one in memory while it
-        runs, never on disk (its keys are screen text). The tokens are the same either way.
-        """
-        distinct = set(words(text))
-        known: dict[str, bytes] = {} if memo is None else memo
-        for word in distinct.difference(known):
-            known[word] = self.token(word)
-        # Two words may share a canonical form, and so a token: hence the set.
-        return tuple(sorted(set(map(known.__getitem__, distinct))))
-
-    def token(self, word: str) -> bytes:
-        """The blind token of one word: the token ``tokens`` gives that word."""
-        mac = self._mac.copy()
-        mac.update(_canonical(word).encode("utf-8"))
-        return mac.digest()[:BLIND_TOKEN_BYTES]
-
-
 class FrameCrypto:
     """Seals and opens the text and thumbnail of frames, and makes blind tokens, for one key.
 
@@ -124,12 +79,16 @@ class FrameCrypto:
             )
         self._keys = (_derive(master_key, _TEXT_LABEL), _derive(master_key, _THUMB_LABEL))
         self._aead: tuple[AESGCM, AESGCM] | None = None
-        self.blinder = Blinder(_derive(master_key, _BLIND_LABEL))
+        # HMAC state keyed once and copied per word: skips re-keying, ~1 µs a word instead
+        # of ~1.6 µs.
+        self._blind = hmac.new(_derive(master_key, _BLIND_LABEL), digestmod=hashlib.sha256)
         # The meaning view's files and the keys of its passages (projector.vectors.ViewCipher):
         # a vector is text in another form, and a plain hash of a passage would confirm a guess.
         self._meaning = _derive(master_key, _MEANING_LABEL)
         self._passage = hmac.new(_derive(master_key, _PASSAGE_LABEL), digestmod=hashlib.sha256)
-        self._zstd = threading.local()  # its decompressor per thread (``_ZSTD`` says why)
+        # zstd contexts are reused (2 µs a 2 KB text against 10 µs for a fresh one) but are
+        # not thread-safe, hence one pair per thread.
+        self._zstd = threading.local()
 
     def __repr__(self) -> str:
         return "FrameCrypto(<key hidden>)"
@@ -137,11 +96,7 @@ class FrameCrypto:
     # -- text ---------------------------------------------------------------------------
 
     def encrypt_text(self, frame_id: int, text: str) -> bytes:
-        return self.seal_text(frame_id, compressed_text(text))
-
-    def seal_text(self, frame_id: int, compressed: bytes) -> bytes:
-        """``encrypt_text`` of a text already compressed by ``compressed_text`` (in another
-        process, perhaps: the compression needs no key, the seal binds the frame id)."""
+        compressed = self._compressor().compress(text.encode("utf-8"))
         return _seal(self._ciphers()[0], _associated_data(b"text", frame_id), compressed)
 
     def decrypt_text(self, frame_id: int, blob: bytes) -> str:
@@ -160,7 +115,7 @@ class FrameCrypto:
     def encrypt_memory(self, memory_id: str, version: int, sealed: bytes) -> bytes:
         """A kept memory's version, sealed with the text key; bound to its id and version
         (``backscroll/memory/<id>/<version>``), so it opens as no frame and no other one."""
-        compressed = _compressor().compress(sealed)
+        compressed = self._compressor().compress(sealed)
         return _seal(self._ciphers()[0], _memory_data(memory_id, version), compressed)
 
     def decrypt_memory(self, memory_id: str, version: int, blob: bytes) -> bytes:
@@ -195,12 +150,27 @@ class FrameCrypto:
     # -- blind tokens -------------------------------------------------------------------
 
     def blind_tokens(self, text: str, memo: dict[str, bytes] | None = None) -> tuple[bytes, ...]:
-        """``Blinder.tokens``: the sorted, distinct blind tokens of the words of ``text``."""
-        return self.blinder.tokens(text, memo)
+        """The sorted, distinct blind tokens of the words of ``text``.
+
+        ``memo`` maps words to their tokens across calls, so a word seen before costs a look-up
+        instead of an HMAC: a writer of many frames (an import) keeps one in memory while it
+        runs, never on disk (its keys are screen text). The tokens are the same either way.
+        """
+        distinct = set(words(text))
+        known: dict[str, bytes] = {} if memo is None else memo
+        for word in distinct.difference(known):
+            known[word] = self._token(_canonical(word))
+        # Two words may share a canonical form, and so a token: hence the set.
+        return tuple(sorted(set(map(known.__getitem__, distinct))))
 
     def blind_token(self, word: str) -> bytes:
         """The blind token of one query word: the token ``blind_tokens`` gives that word."""
-        return self.blinder.token(word)
+        return self._token(_canonical(word))
+
+    def _token(self, word: str) -> bytes:
+        mac = self._blind.copy()
+        mac.update(word.encode("utf-8"))
+        return mac.digest()[:BLIND_TOKEN_BYTES]
 
     # -- the meaning view ---------------------------------------------------------------
 
@@ -225,28 +195,17 @@ class FrameCrypto:
 
     # -- per-thread zstd contexts -------------------------------------------------------
 
+    def _compressor(self) -> zstandard.ZstdCompressor:
+        compressor: zstandard.ZstdCompressor | None = getattr(self._zstd, "compressor", None)
+        if compressor is None:
+            compressor = self._zstd.compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
+        return compressor
+
     def _decompressor(self) -> zstandard.ZstdDecompressor:
         decompressor: zstandard.ZstdDecompressor | None = getattr(self._zstd, "decompressor", None)
         if decompressor is None:
             decompressor = self._zstd.decompressor = zstandard.ZstdDecompressor()
         return decompressor
-
-
-# zstd contexts are reused (2 µs a 2 KB text against 10 µs for a fresh one) but are not
-# thread-safe, hence one per thread.
-_ZSTD = threading.local()
-
-
-def _compressor() -> zstandard.ZstdCompressor:
-    compressor: zstandard.ZstdCompressor | None = getattr(_ZSTD, "compressor", None)
-    if compressor is None:
-        compressor = _ZSTD.compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
-    return compressor
-
-
-def compressed_text(text: str) -> bytes:
-    """A frame's text as it is sealed: UTF-8, zstd level ``ZSTD_LEVEL`` (``seal_text``)."""
-    return _compressor().compress(text.encode("utf-8"))
 
 
 def _canonical(word: str) -> str:

@@ -26,7 +26,7 @@ from eventlog.events import FRAME_TYPE, MAX_URL, TYPE_CODES, FrameCaptured, Fram
 DELETE_TYPE = TYPE_CODES[FramesDeleted]
 
 if TYPE_CHECKING:
-    from backscroll.crypto import Blinder, FrameCrypto
+    from backscroll.crypto import FrameCrypto
     from backscroll.store import MemoryStore
 
 
@@ -111,55 +111,13 @@ def record_frame(
 ) -> FrameCaptured:
     """Build the event for ``seen`` with id ``batch.next_offset`` and append it to ``batch``;
     ``memo``: the blind tokens of words seen before (``FrameCrypto.blind_tokens``)."""
-    blinder = crypto.blinder if config.encrypt_text and crypto is not None else None
-    return append_frame(
-        batch, prepare_frame(seen, config.redact, blinder, memo), config, crypto, home
-    )
-
-
-class Prepared(NamedTuple):
-    """A frame made ready by the work that needs no frame id (``prepare_frame``)."""
-
-    seen: Seen
-    """What was seen, its title, address and text redacted (its text empty when sealed)."""
-    redactions: dict[str, int]
-    compressed: bytes | None
-    """The text to seal under the frame id (``FrameCrypto.seal_text``); None: kept plain."""
-    blind_tokens: tuple[bytes, ...]
-
-
-def prepare_frame(
-    seen: Seen, redact: bool, blinder: Blinder | None, memo: dict[str, bytes] | None = None
-) -> Prepared:
-    """The work of recording ``seen`` that needs neither its frame id nor a key that opens
-    anything: redaction, and with a ``blinder`` (the text is to be sealed) its compression and
-    its blind tokens. An import does it in worker processes."""
+    frame_id = batch.next_offset
     text, title, url = seen.text, seen.title, seen.url[:MAX_URL]
     counts: dict[str, int] = {}
-    if redact:
+    if config.redact:
         text, title, counts = redact_frame(text, title)
         url = redact_address(url, counts)[:MAX_URL]
-    if blinder is None:
-        return Prepared(seen._replace(text=text, title=title, url=url), counts, None, ())
-    from backscroll.crypto import compressed_text
-
-    return Prepared(
-        seen._replace(text="", title=title, url=url),
-        counts,
-        compressed_text(text),
-        blinder.tokens(text, memo),
-    )
-
-
-def append_frame(
-    batch: Batch, prepared: Prepared, config: Config, crypto: FrameCrypto | None, home: Path
-) -> FrameCaptured:
-    """The event of a prepared frame, with id ``batch.next_offset``, appended to ``batch``:
-    its text sealed under that id, its thumbnail written under it."""
-    frame_id = batch.next_offset
-    seen = prepared.seen
-    if prepared.compressed is not None and crypto is None:
-        raise ValueError("a frame prepared to be sealed needs the store's key")
+    encrypt_text = config.encrypt_text and crypto is not None
     thumb = thumb_encrypted = None
     thumb_bytes = 0
     if seen.jpeg is not None:
@@ -174,25 +132,21 @@ def append_frame(
         frame_id=frame_id,
         captured_us=seen.captured_us,
         app=seen.app,
-        title=seen.title,
+        title=title,
         pid=seen.pid,
-        text=seen.text,
-        ciphertext=(
-            crypto.seal_text(frame_id, prepared.compressed)
-            if prepared.compressed is not None and crypto
-            else b""
-        ),
+        text="" if encrypt_text else text,
+        ciphertext=crypto.encrypt_text(frame_id, text) if encrypt_text and crypto else b"",
         text_source=seen.text_source,
-        encrypted=prepared.compressed is not None,
-        blind_tokens=prepared.blind_tokens,
+        encrypted=encrypt_text,
+        blind_tokens=crypto.blind_tokens(text, memo) if encrypt_text and crypto else (),
         thumb=thumb,
         thumb_encrypted=bool(thumb_encrypted),
         thumb_bytes=thumb_bytes,
         reason=seen.reason,
-        redactions=prepared.redactions,
+        redactions=counts,
         signature=seen.signature,
         monitor=seen.monitor,
-        url=seen.url,
+        url=url,
     )
     batch.append(frame)
     return frame

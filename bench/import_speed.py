@@ -17,10 +17,10 @@ documents (built before its clock starts) with our schema and analyzer, one writ
 temporary git worktree. Each run is a process of its own (``bench/_import_worker.py``); the
 order of a round's runs rotates, so a load that rises or falls favours none. The median round
 of each is reported, with the median of each round's ratio to its own bare run, in wall time
-and in CPU time (every thread's, and the import's worker processes'): on a machine shared
-with other work the wall-time ratio moves with the load, as bare Tantivy's two threads
-compete for the cores and the import's one thread less so. Target (issue 26 §5): a
-words-only import at >= 0.3 of bare Tantivy's rate, plain and encrypted.
+and in CPU time (every thread's): on a machine shared with other work the wall-time ratio
+moves with the load, as bare Tantivy's two threads compete for the cores and the import's
+one thread less so. Target (issue 26 §5): a words-only import at >= 0.3 of bare Tantivy's
+rate, plain and encrypted.
 
 Writes ``bench/results/import_speed.txt``.
 """
