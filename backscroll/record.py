@@ -9,6 +9,7 @@ the thumbnail file, which is written and fsynced before the event that reference
 from __future__ import annotations
 
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -155,11 +156,22 @@ def redact_frame(text: str, title: str) -> tuple[str, str, dict[str, int]]:
     """The frame's text and window title redacted, and the hits of both by kind."""
     from capture.redact import redact
 
-    body, head = redact(text), redact(title)
+    body = redact(text)
+    head, hits = _redacted_title(title)
     counts = dict(body.counts)
-    for kind, n in head.counts.items():
+    for kind, n in hits:
         counts[kind] = counts.get(kind, 0) + n
-    return body.text, head.text, counts
+    return body.text, head, counts
+
+
+@lru_cache(maxsize=1024)
+def _redacted_title(title: str) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """A window title redacted, and its hits: titles repeat frame after frame (20,000 frames
+    of the import bench have 658), and redacting one took ~8 µs."""
+    from capture.redact import redact
+
+    found = redact(title)
+    return found.text, tuple(found.counts.items())
 
 
 def redact_address(url: str, counts: dict[str, int]) -> str:

@@ -16,6 +16,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from bench.redact import false_positive_rate, load_rows, recall, score, score_table
+from capture._shapes import _cards, cards
 from capture.redact import KINDS, Redaction, redact
 
 DATA = Path(__file__).resolve().parent / "data" / "secrets.jsonl"  # see data/PROVENANCE.md
@@ -439,3 +440,16 @@ def test_time_grows_linearly_on_adversarial_input(make: Callable[[int], str]) ->
     # margin wide enough for a busy machine and far below the hundredfold of a quadratic scan.
     small, large = _seconds(make(20_000)), _seconds(make(200_000))
     assert large < 40 * max(small, 1e-4)
+
+
+@given(
+    st.lists(
+        st.sampled_from(["4111 1111 1111 1111", "4111-1111-1111-1111", "4111111111111111", "0"])
+        | st.text(alphabet="0123456789 -_a\n٣", max_size=30),
+        max_size=8,
+    ).map("".join)
+)
+def test_the_quick_look_for_thirteen_digits_never_hides_a_card(text: str) -> None:
+    # cards() skips its scan when the text has no 13 digits in a row once spaces and dashes
+    # are dropped: that must never lose a card the scan would take.
+    assert cards(text) == _cards(text)
