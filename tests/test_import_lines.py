@@ -4,6 +4,11 @@ leaves the store as it was."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -178,3 +183,44 @@ def test_lines_kept_by_the_check_and_lines_read_again_are_stored_alike(
             assert import_frames(store, lines).imported == 54
             got.append(stored(store))
     assert got[0] == got[1] == got[2]
+
+
+def test_ctrl_c_during_an_import_leaves_whole_batches_in_order(
+    tmp_path: Path, backscroll_home: Path
+) -> None:
+    source = tmp_path / "big.jsonl"
+    text = "ordinary screen text, nothing secret in it " * 12
+    with source.open("w") as out:
+        for i in range(20_000):
+            row = {"ts": 1_764_000_000 + i, "app": "a", "title": "t", "text": f"{i} {text}"}
+            out.write(json.dumps(row) + "\n")
+    # In a session of its own, so that Ctrl-C reaches its group as a terminal sends it.
+    importing = subprocess.Popen(
+        [sys.executable, "-m", "backscroll", "import", "--no-meaning", str(source)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    while importing.poll() is None and appended(backscroll_home) < 1_000:
+        time.sleep(0.05)  # until the first batch is appended
+    os.killpg(importing.pid, signal.SIGINT)
+    _, err = importing.communicate(timeout=300)
+    assert importing.returncode == 130, err
+    assert "Traceback" not in err
+    done = subprocess.run(
+        [sys.executable, "-m", "backscroll", "verify"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    with MemoryStore() as store:
+        frames = [event for _, event in store.log.read(0) if isinstance(event, FrameCaptured)]
+    assert 0 < len(frames) < 20_000 and len(frames) % 1_000 == 0
+    assert [frame.captured_us for frame in frames] == sorted(frame.captured_us for frame in frames)
+
+
+def appended(home: Path) -> int:
+    """The events of the log at ``home``, read as another process reads it."""
+    if not (home / "log").exists():
+        return 0
+    with MemoryStore(home) as store:
+        return store.log.next_offset()
