@@ -53,8 +53,11 @@ lint:
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 
+# Two workers: one runs the desktop tests in turn (one xdist group, tests/conftest.py), which
+# spend most of their time waiting on a desktop, while the other runs the rest (README,
+# "Development").
 unit:
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 test: lint unit
 
