@@ -62,12 +62,12 @@ unit:
 test: lint unit
 
 # The inner loop: lint, types, the contracts and every test that needs no desktop, compositor,
-# browser or Tesseract and is not marked slow (README, "Development"). `make test` is the
-# whole gate.
+# browser or Tesseract and is not marked slow, on two workers (README, "Development"). `make
+# test` is the whole gate.
 check: lint fast
 
 fast:
-	$(PY) -m pytest -q -m "not desktop and not ocr and not slow"
+	$(PY) -m pytest -q -n 2 -m "not desktop and not ocr and not slow"
 
 bench:
 	$(PY) -m bench.eventlog
