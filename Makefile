@@ -53,18 +53,21 @@ lint:
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 
+# Two workers: one runs the desktop tests in turn (one xdist group, tests/conftest.py), which
+# spend most of their time waiting on a desktop, while the other runs the rest (README,
+# "Development").
 unit:
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 test: lint unit
 
 # The inner loop: lint, types, the contracts and every test that needs no desktop, compositor,
-# browser or Tesseract and is not marked slow (README, "Development"). `make test` is the
-# whole gate.
+# browser or Tesseract and is not marked slow, on two workers (README, "Development"). `make
+# test` is the whole gate.
 check: lint fast
 
 fast:
-	$(PY) -m pytest -q -m "not desktop and not ocr and not slow"
+	$(PY) -m pytest -q -n 2 -m "not desktop and not ocr and not slow"
 
 bench:
 	$(PY) -m bench.eventlog

@@ -22,12 +22,18 @@ RIGS = ("sway", "gnome", "browser")
 DESKTOP_FIXTURES = {"desktop", "sway", "gnome", "rig", "desk", "daemon"}
 
 
+# Before pytest-xdist's own hook reads the groups (``make test`` runs `-n 2 --dist loadgroup`).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark desktop every test of a rig, and every test that uses a desktop fixture."""
+    """Mark desktop every test of a rig, and every test that uses a desktop fixture; put them
+    all in one xdist group, so that one worker runs them in turn, on one X11 desktop, sway
+    and GNOME, while the other runs the rest."""
     for item in items:
         uses_desktop = bool(DESKTOP_FIXTURES & set(getattr(item, "fixturenames", ())))
         if uses_desktop or any(item.get_closest_marker(rig) for rig in RIGS):
             item.add_marker(pytest.mark.desktop)
+        if item.get_closest_marker("desktop"):
+            item.add_marker(pytest.mark.xdist_group("desktop"))
 
 
 @pytest.fixture(autouse=True)

@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import random
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +16,7 @@ from backscroll.store import MemoryStore
 from projector import embedder as model
 from projector._codes import quantise
 from projector.vectors import Manifest
-from tests.helpers import ago, populate, run
+from tests.helpers import ago, kill_after, populate, run, run_time
 from tests.residue import readable_bytes
 from tests.test_startup import loaded_after
 
@@ -347,12 +345,14 @@ def test_embedding_killed_at_any_moment_resumes_consistent(backscroll_home: Path
             for i in range(240)
         ]
     )
+    shutil.copytree(backscroll_home, backscroll_home.parent / "whole")
+    whole = run_time([sys.executable, "-c", EMBED, str(backscroll_home.parent / "whole")])
     rng = random.Random(3)
+    killed = 0
     for _ in range(6):
         child = subprocess.Popen([sys.executable, "-c", EMBED, str(backscroll_home)])
-        time.sleep(rng.uniform(1.0, 6.0))
-        child.send_signal(signal.SIGKILL)
-        child.wait()
+        killed += kill_after(child, rng.uniform(0, whole))
+    assert killed, "every embedding ended before its kill: the test killed none"
     view = backscroll_home / "views" / "meaning"
     with MemoryStore(write=True) as store:
         store.embed()

@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import random
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from backscroll.store import MemoryStore
 from eventlog.events import FrameCaptured
 from eventlog.log import Log
 from projector.schema import SCHEMA_VERSION
+from tests.helpers import kill_after, run_time
 from tests.residue import files_containing, index_doc_freq, stray_segment_files
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
@@ -149,12 +148,14 @@ def test_a_projector_killed_while_catching_up_always_resumes_consistent(
                     text_source="ocr",
                 )
             )
+    shutil.copytree(backscroll_home, backscroll_home.parent / "whole")
+    whole = run_time([sys.executable, "-c", CATCH_UP, str(backscroll_home.parent / "whole")])
     rng = random.Random(7)
+    killed = 0
     for _ in range(20):
         child = subprocess.Popen([sys.executable, "-c", CATCH_UP, str(backscroll_home)])
-        time.sleep(rng.uniform(0.3, 2.0))
-        child.send_signal(signal.SIGKILL)
-        child.wait()
+        killed += kill_after(child, rng.uniform(0, whole))
+    assert killed, "every catch-up ended before its kill: the test killed none"
     # The next writer resumes (the last child may have been killed inside a commit, between
     # the state and the search view it saves after it: a window as long as Tantivy's commit).
     with MemoryStore(write=True):
