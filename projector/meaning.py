@@ -30,7 +30,7 @@ from base.errors import DecryptionError
 from base.fs import current, ensure_dir, write_atomic, write_new
 from eventlog.contract import EventLog
 from eventlog.events import FrameCaptured
-from projector._codes import PLAIN, ROW_BYTES, SEALED, MapBody, codes, map_file, quantise
+from projector._codes import PLAIN, ROW_BYTES, SEALED, map_file, quantise
 from projector.embedder import MODEL_ID
 from projector.schema import partition_of
 from projector.vectors import (
@@ -40,6 +40,7 @@ from projector.vectors import (
     Manifest,
     Map,
     ViewCipher,
+    map_body,
     plain_key,
     read_chunk,
 )
@@ -220,7 +221,6 @@ class MeaningWriter:
     def _tend(self, month: str, settle: bool = False) -> bool:
         """Make the month's map again from its chunks when the rows past it are many enough
         (or, with ``settle``, when any chunk is past it). Whether it wrote one."""
-        import numpy as np
 
         names = self.manifest.months[month]
         rows = self.manifest.month_rows(month)
@@ -230,30 +230,13 @@ class MeaningWriter:
             return False
         if not settle and rows - covered < max(self.map_min, covered // 4):
             return False
-        ids, times, counts, used, spans, pieces = [], [], [], [], [], []
+        read: list[Chunk] = []
         for name in names:
             try:
-                chunk = read_chunk(self.root, name, self.cipher)
+                read.append(read_chunk(self.root, name, self.cipher))
             except (DecryptionError, FileNotFoundError):
                 return False  # the month is dropped by the next writer that reads it
-            pieces.append(codes(np.frombuffer(chunk.vectors, np.uint8).reshape(-1, ROW_BYTES)))
-            for frame, when, mine, where in zip(
-                chunk.ids, chunk.times, chunk.rows, chunk.spans, strict=True
-            ):
-                if mine:
-                    ids.append(frame)
-                    times.append(when)
-                    counts.append(len(mine))
-                    used += mine
-                    spans += [n for span in where for n in span]
-        body = MapBody(
-            memoryview(np.asarray(ids, "<i8").tobytes()),
-            memoryview(np.asarray(times, "<i8").tobytes()),
-            memoryview(np.asarray(counts, "<i4").tobytes()),
-            memoryview(np.asarray(used, "<i4").tobytes()),
-            memoryview(np.asarray(spans, "<i4").tobytes()),
-            memoryview(np.concatenate(pieces).tobytes()),
-        )
+        body = map_body(read)
         self.manifest.seq += 1
         name = f"{month}.{self.manifest.seq:06d}.map"
         # The codes are the vectors' signs: a month with any chunk sealed has its map sealed

@@ -43,6 +43,7 @@ from projector._codes import (
     PLAIN,
     ROW_BYTES,
     SEALED,
+    MapBody,
     codes,
     cosines,
     distances,
@@ -63,6 +64,7 @@ __all__ = [
     "MeaningHit",
     "MeaningView",
     "ViewCipher",
+    "map_body",
     "open_map",
     "plain_key",
     "read_chunk",
@@ -347,36 +349,15 @@ class MeaningView:
         added = tuple(manifest.rows.get(name, 0) for name in chunks)
         parts: list[_Part] = []
         covered = self._map(manifest, month, added, parts)
-        ids, times, counts, rows, spans, pieces = [], [], [], [], [], []
+        read: list[Chunk] = []
         for name in chunks[covered:]:
             try:
-                chunk = read_chunk(self.root, name, self.cipher)
+                read.append(read_chunk(self.root, name, self.cipher))
             except (DecryptionError, FileNotFoundError) as exc:
                 self.unreadable[name] = str(exc)
                 return None
-            pieces.append(codes(np.frombuffer(chunk.vectors, np.uint8).reshape(-1, ROW_BYTES)))
-            # Frames without passages (no words) are left out: each frame here has a row.
-            for frame, when, used, where in zip(
-                chunk.ids, chunk.times, chunk.rows, chunk.spans, strict=True
-            ):
-                if used:
-                    ids.append(frame)
-                    times.append(when)
-                    counts.append(len(used))
-                    rows += used
-                    spans += where
-        if covered < len(chunks):
-            parts.append(
-                _part(
-                    np.concatenate(pieces),
-                    np.asarray(ids, np.int64),
-                    np.asarray(times, np.int64),
-                    np.asarray(counts, np.int32),
-                    np.asarray(rows, np.int32),
-                    np.asarray(spans, np.int32).reshape(-1, 2),
-                    sum(added),
-                )
-            )
+        if read:
+            parts.append(_body_part(map_body(read), sum(added)))
         loaded = _Month(
             names,
             tuple(chunks),
@@ -393,25 +374,15 @@ class MeaningView:
         """The month's map made a part of ``parts``; the chunks it covers (0 where it has
         none, or where it does not read: its chunks are then read instead, as complete an
         answer; the map is made again by the next writer that tends the month)."""
-        import numpy as np
 
         held = manifest.maps.get(month)
         if held is None or held.rows != sum(added[: held.chunks]):
             return 0
         try:
             body = open_map(self.root, held.name, self.cipher)
-            found = np.frombuffer(body.codes, np.uint8).reshape(-1, CODE_BYTES)
-            if len(found) != held.rows:
+            if len(body.codes) != held.rows * CODE_BYTES:
                 return 0
-            part = _part(
-                found,
-                np.frombuffer(body.ids, "<i8"),
-                np.frombuffer(body.times, "<i8"),
-                np.frombuffer(body.counts, "<i4"),
-                np.frombuffer(body.rows, "<i4"),
-                np.frombuffer(body.spans, "<i4").reshape(-1, 2),
-                held.rows,
-            )
+            part = _body_part(body, held.rows)
         except (DecryptionError, OSError):
             return 0
         parts.append(part)
@@ -452,6 +423,49 @@ def read_rows(
         return np.frombuffer(found, np.uint8).reshape(-1, ROW_BYTES)
     finally:
         os.close(fd)
+
+
+def map_body(chunks: list[Chunk]) -> MapBody:
+    """The map of ``chunks``, a month's in their order: their codes, and which rows their
+    frames use. Frames without passages (no words) are left out: each frame here has a row."""
+    import numpy as np
+
+    ids, times, counts, rows, spans = [], [], [], [], []
+    for chunk in chunks:
+        for frame, when, used, where in zip(
+            chunk.ids, chunk.times, chunk.rows, chunk.spans, strict=True
+        ):
+            if used:
+                ids.append(frame)
+                times.append(when)
+                counts.append(len(used))
+                rows += used
+                spans += [n for span in where for n in span]
+    found = [codes(np.frombuffer(c.vectors, np.uint8).reshape(-1, ROW_BYTES)) for c in chunks]
+    return MapBody(
+        memoryview(np.asarray(ids, "<i8").tobytes()),
+        memoryview(np.asarray(times, "<i8").tobytes()),
+        memoryview(np.asarray(counts, "<i4").tobytes()),
+        memoryview(np.asarray(rows, "<i4").tobytes()),
+        memoryview(np.asarray(spans, "<i4").tobytes()),
+        memoryview(np.concatenate(found).tobytes()),
+    )
+
+
+def _body_part(body: MapBody, rows: int) -> _Part:
+    """A part from a map's arrays (views of its bytes); ``rows``: the month's rows up to its
+    last."""
+    import numpy as np
+
+    return _part(
+        np.frombuffer(body.codes, np.uint8).reshape(-1, CODE_BYTES),
+        np.frombuffer(body.ids, "<i8"),
+        np.frombuffer(body.times, "<i8"),
+        np.frombuffer(body.counts, "<i4"),
+        np.frombuffer(body.rows, "<i4"),
+        np.frombuffer(body.spans, "<i4").reshape(-1, 2),
+        rows,
+    )
 
 
 def _part(
