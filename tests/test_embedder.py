@@ -3,11 +3,14 @@ one language, the pinned file checked and nothing else of its package run."""
 
 from __future__ import annotations
 
+import re
 from itertools import pairwise
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from base.errors import StoreError
 from projector import embedder as model
 from projector.embedder import OVERLAP_WORDS, PASSAGE_WORDS, Embedder, embedder
 
@@ -72,12 +75,63 @@ def test_a_paraphrase_is_nearer_its_screen_than_other_screens(e: Embedder) -> No
         assert int(np.argmax(vectors @ e.query(question))) == screen, question
 
 
-def test_the_model_file_is_checked_before_it_is_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
-    from base.errors import StoreError
+@pytest.fixture
+def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the model package's resources that a test may damage: links to the installed
+    files, which a test replaces by a file of its own."""
+    installed = model.model_folder()
+    assert installed is not None
+    (tmp_path / "resources").mkdir()
+    for name in (model.GRAPH_FILE, model.WEIGHTS_FILE):
+        (tmp_path / name).symlink_to(installed / name)
+    monkeypatch.setattr(model, "model_folder", lambda: tmp_path)
+    return tmp_path
 
-    monkeypatch.setattr(model, "MODEL_SHA256", "0" * 64)
-    with pytest.raises(StoreError, match="not the one pinned"):
+
+@pytest.mark.parametrize("name", [model.GRAPH_FILE, model.WEIGHTS_FILE])
+def test_a_damaged_model_file_is_refused_in_one_line(install: Path, name: Path) -> None:
+    damaged = (install / name).read_bytes()
+    (install / name).unlink()
+    middle = len(damaged) // 2
+    (install / name).write_bytes(
+        damaged[:middle] + bytes([damaged[middle] ^ 1]) + damaged[middle + 1 :]
+    )
+    with pytest.raises(
+        StoreError, match=re.escape(f"{name.name} is not the one pinned: reinstall it")
+    ):
         Embedder.load()
+
+
+@pytest.mark.parametrize("name", [model.GRAPH_FILE, model.WEIGHTS_FILE])
+def test_without_a_split_file_the_model_is_not_installed(install: Path, name: Path) -> None:
+    (install / name).unlink()
+    assert not model.available()
+    with pytest.raises(StoreError, match="run `make install`"):
+        Embedder.load()
+
+
+def test_the_model_is_read_through_the_files_that_were_checked(
+    install: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A weights file renamed over the checked one while the session is made is not read."""
+    weights = install / model.WEIGHTS_FILE
+    reference = Embedder.load().query("the invoice")
+    opened: list[str] = []
+    real = model.checked_file
+
+    def check_then_swap(path: Path, sha256: str) -> int:
+        fd = real(path, sha256)
+        opened.append(path.name)
+        if path == weights:
+            swapped = install / "swapped"
+            swapped.write_bytes(b"\0" * weights.stat().st_size)
+            swapped.replace(weights)
+        return fd
+
+    monkeypatch.setattr(model, "checked_file", check_then_swap)
+    e = Embedder.load()
+    assert opened == [model.GRAPH_FILE.name, model.WEIGHTS_FILE.name]
+    assert np.allclose(e.query("the invoice"), reference, atol=1e-6)
 
 
 def test_the_model_package_is_never_imported() -> None:
