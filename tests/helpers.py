@@ -136,7 +136,16 @@ class DaemonProcess:
     def stop(self, sig: int = signal.SIGINT) -> None:
         if self.process and self.process.poll() is None:
             self.process.send_signal(sig)
-            self.process.wait(timeout=30)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                # Killed, not left running: a daemon left behind records every later test's
+                # windows on the shared desktop and takes its CPU (one failure became dozens).
+                self.process.kill()
+                self.process.wait()
+                raise AssertionError(
+                    f"the daemon did not stop within 30 s of signal {sig}"
+                ) from None
 
     def close(self) -> None:
         """Stop, and show the end of the daemon's log with the test's output."""
