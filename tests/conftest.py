@@ -4,6 +4,7 @@ records with its windows closed after it, and the real daemon recording it."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,11 @@ import pytest
 from headless import GnomeDesktop, SwayDesktop, gnome_desktop, sway_desktop
 from tests.desktop import desktop  # noqa: F401  (the session's headless desktop)
 from tests.helpers import FAST, DaemonProcess
+
+# A suite started in the background by a non-interactive shell (`make test &`, nohup) inherits
+# SIGINT ignored, and so would every daemon it starts, which the tests stop with SIGINT as
+# Ctrl-C does: a handled signal is reset to its default in a child, an ignored one is not.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parent.parent
 
