@@ -37,6 +37,7 @@ from backscroll.meaning_socket import (
     socket_address,
 )
 from backscroll.store import MemoryStore
+from bench.startup import SERVE
 from headless import wait_for
 from projector import embedder as model
 from query import TimeSpan, utc_us
@@ -48,16 +49,6 @@ pytestmark = [
     pytest.mark.skipif(not model.available(), reason="the meaning model is not installed"),
 ]
 
-# The daemon's part alone, on a home, until its standard input closes.
-SERVE = (
-    "import sys\n"
-    "from backscroll.meaning_server import MeaningServer\n"
-    "from backscroll.store import MemoryStore\n"
-    "server = MeaningServer(MemoryStore(sys.argv[1], write=True, catch_up=False))\n"
-    "server.start()\n"
-    "sys.stdin.read()\n"
-    "server.close()\n"
-)
 MODULES = "-- the modules loaded --"
 # A command's search in its own process: its output, then the modules it loaded, on stderr.
 SEARCH = (
